@@ -1,0 +1,199 @@
+"""Study A tables: the study's config and the tidy theory tables behind its figures."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from transformer_stability.apjn.kernels import NormName, norm_kernel
+from transformer_stability.apjn.theory import (
+    MeanField,
+    ViTShape,
+    backward_log_apjn,
+    end_to_end_log_apjn,
+    forward_log_apjn,
+    preln_exponent,
+    propagate_statistics,
+    sqrt_depth_slope,
+)
+
+log = logging.getLogger(__name__)
+
+NORM_LABELS = {"ln": "pre-LN", "derf": "Derf", "dyt": "DyT"}
+
+CURVE_COLUMNS = [
+    "norm", "alpha", "attn_mult", "mlp_mult", "width", "depth",
+    "direction", "source_block", "block", "apjn", "q", "p",
+]  # fmt: skip
+DEPTH_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult", "width", "depth", "apjn", "log_apjn"]
+ASYMPTOTIC_COLUMNS = [
+    "norm", "alpha", "attn_mult", "mlp_mult", "quantity", "fitted", "predicted",
+    "fit_intercept", "fit_min_depth", "fit_max_depth",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One norm variant: pre-LN, or a saturating map with fixed scalar alpha."""
+
+    norm: NormName
+    alpha: float | None = None
+
+    @property
+    def label(self) -> str:
+        name = NORM_LABELS[self.norm]
+        return name if self.alpha is None else f"{name} α={self.alpha:g}"
+
+
+@dataclass(frozen=True)
+class ApjnStudy:
+    """The `apjn` section of the config, typed."""
+
+    shape: ViTShape
+    depth: int
+    q0: float
+    p0: float
+    variants: tuple[Variant, ...]
+    max_depth: int
+    fit_from: float
+    depth_points: int
+
+    @classmethod
+    def from_config(cls, apjn: dict[str, Any]) -> ApjnStudy:
+        model, theory = apjn["model"], apjn["theory"]
+        shape = ViTShape(
+            width=model["width"],
+            n_tokens_total=model["n_tokens"],
+            mlp_ratio=model["mlp_ratio"],
+            init_std=model["init_std"],
+            attn_mult=apjn["attn_mult"],
+            mlp_mult=apjn["mlp_mult"],
+        )
+        variants = tuple(Variant(v["norm"], v.get("alpha")) for v in apjn["variants"])
+        return cls(
+            shape=shape,
+            depth=model["depth"],
+            q0=apjn["input"]["q0"],
+            p0=apjn["input"]["p0"],
+            variants=variants,
+            max_depth=theory["max_depth"],
+            fit_from=theory["fit_from"],
+            depth_points=theory["depth_points"],
+        )
+
+    @property
+    def mean_field(self) -> MeanField:
+        return MeanField.from_shape(self.shape)
+
+    def _ids(self, variant: Variant) -> dict[str, Any]:
+        alpha = np.nan if variant.alpha is None else variant.alpha
+        return {
+            "norm": variant.norm,
+            "alpha": alpha,
+            "attn_mult": self.shape.attn_mult,
+            "mlp_mult": self.shape.mlp_mult,
+        }
+
+
+def theory_curves(study: ApjnStudy) -> pd.DataFrame:
+    """Backward J^{L,b} and forward J^{b,0} for every variant at the configured depth."""
+    mf, frames = study.mean_field, []
+    for variant in study.variants:
+        traj = propagate_statistics(
+            norm_kernel(variant.norm, variant.alpha), mf, study.q0, study.p0, study.depth
+        )
+        blocks = np.arange(study.depth + 1)
+        for direction, source, log_j in (
+            ("backward", study.depth, backward_log_apjn(traj, mf)),
+            ("forward", 0, forward_log_apjn(traj, mf)),
+        ):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        **study._ids(variant),
+                        "width": study.shape.width,
+                        "depth": study.depth,
+                        "direction": direction,
+                        "source_block": source,
+                        "block": blocks,
+                        "apjn": np.exp(log_j),
+                        "q": traj.q,
+                        "p": traj.p,
+                    }
+                )
+            )
+        log.info("%s: J^{L,0} = %.4g", variant.label, np.exp(forward_log_apjn(traj, mf)[-1]))
+    return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
+
+
+def _fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> list[dict[str, Any]]:
+    """The asymptotic laws fitted on depths [fit_from * max_depth, max_depth]."""
+    lo = max(2, math.floor(study.fit_from * study.max_depth))
+    depth = np.arange(lo, study.max_depth + 1, dtype=float)
+    y = log_j[lo:]
+    mf = study.mean_field
+    if variant.norm == "ln":
+        laws = [("power_law_exponent", np.log(depth), y, preln_exponent(mf))]
+    else:
+        predicted = sqrt_depth_slope(variant.norm, variant.alpha, mf)
+        laws = [
+            ("sqrt_depth_slope", np.sqrt(depth), y, predicted),
+            ("stretch_exponent", np.log(depth), np.log(y), 0.5),
+        ]
+    rows = []
+    for quantity, x, yy, predicted in laws:
+        slope, intercept = np.polyfit(x, yy, 1)
+        rows.append(
+            {
+                **study._ids(variant),
+                "quantity": quantity,
+                "fitted": float(slope),
+                "predicted": float(predicted),
+                "fit_intercept": float(intercept),
+                "fit_min_depth": lo,
+                "fit_max_depth": study.max_depth,
+            }
+        )
+    return rows
+
+
+def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """End-to-end J^{L,0} vs L up to max_depth (log-spaced sample) and the asymptotic fits."""
+    mf = study.mean_field
+    depths = np.unique(np.geomspace(1, study.max_depth, study.depth_points).round().astype(int))
+    curves, fits = [], []
+    for variant in study.variants:
+        log.info("depth scaling of %s to L = %d", variant.label, study.max_depth)
+        log_j = end_to_end_log_apjn(
+            variant.norm, variant.alpha, mf, study.q0, study.p0, study.max_depth, progress=True
+        )
+        curves.append(
+            pd.DataFrame(
+                {
+                    **study._ids(variant),
+                    "width": study.shape.width,
+                    "depth": depths,
+                    "apjn": np.exp(log_j[depths]),
+                    "log_apjn": log_j[depths],
+                }
+            )
+        )
+        fits.extend(_fits(study, variant, log_j))
+    asymptotics = pd.DataFrame(fits, columns=ASYMPTOTIC_COLUMNS)
+    return pd.concat(curves, ignore_index=True)[DEPTH_COLUMNS], asymptotics
+
+
+__all__ = [
+    "ASYMPTOTIC_COLUMNS",
+    "CURVE_COLUMNS",
+    "DEPTH_COLUMNS",
+    "ApjnStudy",
+    "Variant",
+    "depth_scaling",
+    "theory_curves",
+]

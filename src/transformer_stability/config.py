@@ -1,0 +1,96 @@
+"""Validate the pipeline config against its JSON schema before any job runs.
+
+Errors name the offending key as a dotted path (``apjn.variants[1].alpha``) and, for enums,
+the allowed values, so a typo in a preset stops the run with one readable message.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, ValidationError, validators
+
+
+class ConfigError(ValueError):
+    """The config does not satisfy the schema or a cross-key constraint."""
+
+
+def _with_defaults(base: type) -> type:
+    """A validator class that fills in schema defaults while it validates."""
+    check_properties = base.VALIDATORS["properties"]
+
+    def fill_then_check(validator, properties, instance, schema) -> Iterator[ValidationError]:
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, properties, instance, schema)
+
+    return validators.extend(base, {"properties": fill_then_check})
+
+
+_Filling = _with_defaults(Draft202012Validator)
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def _describe(error: ValidationError) -> str:
+    key = _key(error.absolute_path)
+    if error.validator == "enum":
+        return f"config key '{key}': {error.instance!r} is not allowed; allowed values: " + (
+            ", ".join(repr(v) for v in error.validator_value)
+        )
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return f"config key '{key}': {error.message}; allowed keys: {', '.join(allowed)}"
+    if error.validator == "not":
+        return f"config key '{key}': ln takes no alpha (only derf and dyt do)"
+    return f"config key '{key}': {error.message}"
+
+
+def _cross_key_errors(config: dict[str, Any]) -> list[str]:
+    errors = []
+    apjn = config.get("apjn", {})
+    model, inputs = apjn.get("model", {}), apjn.get("input", {})
+    if model and model["width"] % model["heads"]:
+        errors.append(
+            f"config key 'apjn.model.heads': {model['heads']} does not divide "
+            f"apjn.model.width = {model['width']}"
+        )
+    if model and model["n_tokens"] > model["width"]:
+        errors.append(
+            f"config key 'apjn.model.n_tokens': {model['n_tokens']} exceeds apjn.model.width = "
+            f"{model['width']}; the equiangular input needs width >= n_tokens"
+        )
+    if inputs and not inputs["p0"] < inputs["q0"]:
+        errors.append(
+            f"config key 'apjn.input.p0': {inputs['p0']} must be below apjn.input.q0 = "
+            f"{inputs['q0']}"
+        )
+    return errors
+
+
+def load_schema(path: str | Path) -> dict[str, Any]:
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Fill defaults into `config` in place and check it; raise ConfigError listing every
+    problem. Returns the same dict for convenience."""
+    errors = sorted(_Filling(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    messages = [_describe(e) for e in errors]
+    if not messages:
+        messages = _cross_key_errors(config)
+    if messages:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
+    return config

@@ -1,0 +1,45 @@
+"""Shared paths and helpers for the tests."""
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load_yaml(path: Path) -> dict:
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """What Snakemake does with --configfile over the Snakefile's configfile."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run the repository's workflow with `workdir` as working directory."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+    cmd += ["--directory", str(workdir), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="session")
+def schema() -> dict:
+    return load_yaml(SCHEMA_PATH)
+
+
+@pytest.fixture(scope="session")
+def default_config() -> dict:
+    return load_yaml(ROOT / "config.yaml")

@@ -1,0 +1,148 @@
+"""The (q, p) and (J, K) recursions: exact limits, consistency, and the asymptotic laws."""
+
+import math
+
+import numpy as np
+import pytest
+
+from transformer_stability.apjn.kernels import norm_kernel
+from transformer_stability.apjn.theory import (
+    MeanField,
+    ViTShape,
+    backward_log_apjn,
+    end_to_end_log_apjn,
+    forward_log_apjn,
+    preln_exponent,
+    propagate_statistics,
+    saturated_fixed_point,
+    saturated_growth_rate,
+    sqrt_depth_slope,
+)
+
+VIT_B = MeanField.from_shape(ViTShape(width=768, n_tokens_total=197))
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def test_mean_field_constants_of_vit_b_match_the_spec():
+    assert VIT_B.a == pytest.approx(0.094372, abs=5e-7)
+    assert VIT_B.m == pytest.approx(0.377487, abs=5e-7)
+    assert VIT_B.n_tokens == 196
+
+
+def test_init_multipliers_scale_the_constants():
+    base = ViTShape(width=256, n_tokens_total=65)
+    scaled = MeanField.from_shape(ViTShape(width=256, n_tokens_total=65, attn_mult=2, mlp_mult=3))
+    ref = MeanField.from_shape(base)
+    assert scaled.a == pytest.approx(16 * ref.a)  # a = sigma_o^2 sigma_v^2 ~ attn_mult^4
+    assert scaled.m == pytest.approx(81 * ref.m)
+
+
+def test_saturated_constants_of_vit_b_match_the_spec():
+    assert saturated_fixed_point(VIT_B) == pytest.approx(0.66, abs=0.005)
+    assert saturated_growth_rate(VIT_B) == pytest.approx(0.232, abs=5e-4)
+    assert sqrt_depth_slope("derf", 1.0, VIT_B) == pytest.approx(0.50, abs=0.005)
+    assert preln_exponent(VIT_B) == pytest.approx(0.668, abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    ("norm", "alpha", "q0", "p0"),
+    [("ln", None, 1.0, 0.2), ("derf", 1.0, 0.7, 0.1), ("dyt", 1.5, 2.0, 1.2), ("derf", 5.0, 1, 0)],
+)
+def test_forward_and_backward_give_the_same_end_to_end_apjn(norm, alpha, q0, p0):
+    """J^{L,0} computed forward from block 0 equals J^{L,0} computed backward from block L."""
+    traj = propagate_statistics(norm_kernel(norm, alpha), VIT_B, q0, p0, depth=40)
+    fwd, bwd = forward_log_apjn(traj, VIT_B), backward_log_apjn(traj, VIT_B)
+    assert fwd[0] == 0.0 and bwd[-1] == 0.0
+    assert fwd[-1] == pytest.approx(bwd[0], rel=1e-12)
+    assert np.all(np.diff(fwd) > 0) and np.all(np.diff(bwd) < 0)
+
+
+def test_without_attention_preln_apjn_is_the_variance_ratio():
+    """a = 0: each block multiplies J by 1 + (m/2)/q_h = q_{l+1}/q_l, so J^{L,0} = q_L/q_0
+    exactly, and the depth exponent tends to 1 (the residual-MLP result)."""
+    mf = MeanField(a=0.0, m=VIT_B.m, n_tokens=196)
+    traj = propagate_statistics(norm_kernel("ln"), mf, 1.0, 0.2, depth=20_000)
+    log_j = forward_log_apjn(traj, mf)
+    np.testing.assert_allclose(log_j, np.log(traj.q / traj.q[0]), rtol=1e-10, atol=1e-12)
+    depth = np.arange(2_000, 20_001)
+    assert _slope(np.log(depth), log_j[depth]) == pytest.approx(1.0, abs=0.01)
+    assert preln_exponent(mf) == 1.0
+
+
+def test_derf_apjn_vanishes_with_alpha():
+    """alpha -> 0: the erf map is ~0 and its slope ~0, so every block is the identity."""
+    log_j = end_to_end_log_apjn("derf", 1e-7, VIT_B, 1.0, 0.2, max_depth=200)
+    np.testing.assert_allclose(log_j, 0.0, atol=1e-10)
+
+
+def test_preln_variance_grows_linearly_for_identical_tokens():
+    """rho = 1 is invariant for pre-LN and q grows by exactly a + m/2 per block."""
+    traj = propagate_statistics(norm_kernel("ln"), VIT_B, 1.0, 1.0, depth=100)
+    np.testing.assert_allclose(traj.p, traj.q, rtol=1e-14)
+    np.testing.assert_allclose(traj.q, 1.0 + np.arange(101) * (VIT_B.a + VIT_B.m / 2), rtol=1e-12)
+
+
+def test_preln_exponent_is_exact_when_the_cross_token_channel_decouples():
+    """With N -> infinity and rho = 1 the closed form zeta is the exact asymptotic exponent."""
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=10**9)
+    log_j = end_to_end_log_apjn("ln", None, mf, 1.0, 1.0, max_depth=20_000)
+    depth = np.arange(2_000, 20_001)
+    assert _slope(np.log(depth), log_j[depth]) == pytest.approx(preln_exponent(mf), abs=0.005)
+
+
+def test_preln_exponent_of_vit_b_sits_just_above_the_closed_form():
+    """At ViT-B init the fitted exponent over 10^4..10^5 blocks is within 0.04 of zeta = 0.668,
+    and above it: the closed form drops the cross-token channel K (which only adds) and assumes
+    rho = 1, which the recursion approaches as l^(-a/(a+m/2))."""
+    log_j = end_to_end_log_apjn("ln", None, VIT_B, 1.0, 0.2, max_depth=100_000)
+    depth = np.arange(10_000, 100_001)
+    fitted = _slope(np.log(depth), log_j[depth])
+    assert preln_exponent(VIT_B) < fitted < preln_exponent(VIT_B) + 0.04
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 1.5])
+def test_derf_grows_as_a_stretched_exponential_with_the_predicted_slope(alpha):
+    log_j = end_to_end_log_apjn("derf", alpha, VIT_B, 1.0, 0.2, max_depth=100_000)
+    depth = np.arange(10_000, 100_001)
+    assert _slope(np.sqrt(depth), log_j[depth]) == pytest.approx(
+        sqrt_depth_slope("derf", alpha, VIT_B), rel=0.01
+    )
+    assert _slope(np.log(depth), np.log(log_j[depth])) == pytest.approx(0.5, abs=0.02)
+
+
+def test_dyt_behaves_like_derf_at_a_smaller_alpha():
+    log_j = end_to_end_log_apjn("dyt", 1.0, VIT_B, 1.0, 0.2, max_depth=10_000)
+    depth = np.arange(1_000, 10_001)
+    fitted = _slope(np.sqrt(depth), log_j[depth])
+    assert fitted == pytest.approx(sqrt_depth_slope("dyt", 1.0, VIT_B), rel=0.03)
+    assert sqrt_depth_slope("dyt", 1.0, VIT_B) == pytest.approx(
+        0.836 * sqrt_depth_slope("derf", 1.0, VIT_B), rel=1e-3
+    )
+
+
+def test_log_scale_survives_growth_beyond_float64():
+    """ln J > 709 would overflow exp(); the recursion keeps it in log form."""
+    log_j = end_to_end_log_apjn("derf", 8.0, VIT_B, 1.0, 0.2, max_depth=100_000)
+    assert np.all(np.isfinite(log_j)) and log_j[-1] > 1_000
+
+
+@pytest.mark.parametrize(("q0", "p0"), [(0.0, 0.0), (1.0, 1.5), (-1.0, 0.0)])
+def test_invalid_input_statistics_are_rejected(q0, p0):
+    with pytest.raises(ValueError, match="q0"):
+        propagate_statistics(norm_kernel("ln"), VIT_B, q0, p0, depth=3)
+
+
+def test_forward_curve_from_a_later_source_uses_that_blocks_statistics():
+    """Starting the recursion at block b0 with the statistics found there reproduces the tail
+    of the block-0 trajectory, so forward curves from any source are consistent."""
+    kernel = norm_kernel("derf", 1.0)
+    full = propagate_statistics(kernel, VIT_B, 1.0, 0.2, depth=30)
+    tail = propagate_statistics(kernel, VIT_B, full.q[10], full.p[10], depth=20)
+    np.testing.assert_allclose(tail.q, full.q[10:], rtol=1e-12)
+    np.testing.assert_allclose(tail.chi_h_p, full.chi_h_p[10:], rtol=1e-12)
+    assert math.isclose(
+        backward_log_apjn(full, VIT_B)[10], forward_log_apjn(tail, VIT_B)[-1], rel_tol=1e-12
+    )

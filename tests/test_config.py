@@ -1,0 +1,60 @@
+"""Config validation: defaults, presets, and readable errors naming the key."""
+
+import copy
+
+import pytest
+from conftest import ROOT, deep_merge, load_yaml
+
+from transformer_stability.config import ConfigError, validate_config
+
+
+def test_schema_defaults_are_the_embedded_cpu_preset(schema, default_config):
+    """config.yaml spells out every default, so the two cannot drift apart."""
+    assert validate_config({}, schema) == default_config
+
+
+@pytest.mark.parametrize("preset", sorted((ROOT / "config").glob("*.yaml")), ids=lambda p: p.name)
+def test_presets_are_valid(schema, default_config, preset):
+    validate_config(deep_merge(default_config, load_yaml(preset)), schema)
+
+
+def test_tests_tiny_config_is_valid(schema, default_config):
+    validate_config(deep_merge(default_config, load_yaml(ROOT / "tests/configs/tiny.yaml")), schema)
+
+
+def test_partial_sections_get_their_defaults(schema):
+    config = validate_config({"apjn": {"model": {"width": 768, "n_tokens": 197}}}, schema)
+    assert config["apjn"]["model"]["heads"] == 6
+    assert config["apjn"]["input"] == {"q0": 1.0, "p0": 0.2}
+
+
+def _broken(default_config, path, value):
+    config = copy.deepcopy(default_config)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (["apjn", "model", "widht"], 3, ["'apjn.model'", "'widht' was unexpected", "width"]),
+        (["apjn", "model", "width"], "big", ["'apjn.model.width'", "not of type 'integer'"]),
+        (["apjn", "model", "depth"], 0, ["'apjn.model.depth'", "less than the minimum of 1"]),
+        (["apjn", "theory", "fit_from"], 1.5, ["'apjn.theory.fit_from'"]),
+        (["studies"], ["apjn", "vision"], ["'studies[1]'", "allowed values: 'apjn'"]),
+        (["apjn", "variants"], [{"norm": "bn"}], ["'apjn.variants[0].norm'", "'ln', 'derf'"]),
+        (["apjn", "variants"], [{"norm": "derf"}], ["'apjn.variants[0]'", "'alpha' is a required"]),
+        (["apjn", "variants"], [{"norm": "ln", "alpha": 1.0}], ["'apjn.variants[0]'", "no alpha"]),
+        (["apjn", "input", "p0"], 1.0, ["'apjn.input.p0'", "below apjn.input.q0"]),
+        (["apjn", "model", "heads"], 5, ["'apjn.model.heads'", "does not divide"]),
+        (["apjn", "model", "n_tokens"], 1000, ["'apjn.model.n_tokens'", "width >= n_tokens"]),
+    ],
+)
+def test_bad_values_name_the_key(schema, default_config, path, value, expected):
+    with pytest.raises(ConfigError) as info:
+        validate_config(_broken(default_config, path, value), schema)
+    for fragment in expected:
+        assert fragment in str(info.value)

@@ -1,0 +1,31 @@
+"""Atomic writes: a failure while writing leaves neither a partial file nor a temp file."""
+
+import pandas as pd
+import pytest
+
+from transformer_stability.io import atomic_path, read_table, write_table
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path):
+    target = tmp_path / "out" / "table.csv"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half a table")
+        raise RuntimeError("killed mid-write")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_failed_write_keeps_the_previous_version(tmp_path):
+    target = tmp_path / "table.csv"
+    write_table(pd.DataFrame({"x": [1]}), target)
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("x\n2\n")
+        raise RuntimeError
+    assert read_table(target)["x"].tolist() == [1]
+
+
+def test_table_round_trip_and_unknown_format(tmp_path):
+    table = pd.DataFrame({"norm": ["ln", "derf"], "apjn": [1.5, 2.5]})
+    write_table(table, tmp_path / "t.csv")
+    pd.testing.assert_frame_equal(read_table(tmp_path / "t.csv"), table)
+    with pytest.raises(ValueError, match="unsupported table format"):
+        write_table(table, tmp_path / "t.xlsx")

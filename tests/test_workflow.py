@@ -1,0 +1,69 @@
+"""The Snakemake workflow as a user runs it: dry run, config errors, a tiny end-to-end run."""
+
+import pandas as pd
+import pytest
+from conftest import ROOT, load_yaml, run_snakemake
+
+from transformer_stability.apjn.study import ASYMPTOTIC_COLUMNS, CURVE_COLUMNS, DEPTH_COLUMNS
+
+FIGURES = ["results/figures/apjn_theory_curves.pdf", "results/figures/apjn_depth_scaling.pdf"]
+TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
+PROVENANCE = ["seed", "device", "dtype", "versions"]
+
+
+def test_dry_run_lists_every_figure_target(tmp_path):
+    result = run_snakemake(tmp_path, "-n")
+    assert result.returncode == 0, result.stderr
+    for figure in FIGURES:
+        assert figure in result.stdout
+    assert not (tmp_path / "results").exists()
+
+
+def test_bad_config_stops_before_any_job(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apjn:\n  variants:\n    - {norm: batchnorm}\n")
+    result = run_snakemake(tmp_path, "--cores", "1", "--configfile", str(bad))
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "config key 'apjn.variants[0].norm'" in message
+    assert "allowed values: 'ln', 'derf', 'dyt'" in message
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tmp_path):
+    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for figure in FIGURES:
+        for suffix in (".pdf", ".png"):
+            path = tmp_path / figure.replace(".pdf", suffix)
+            assert path.stat().st_size > 5_000, path
+
+    curves = pd.read_csv(tmp_path / "results/apjn/theory_curves.csv")
+    assert list(curves.columns) == CURVE_COLUMNS + PROVENANCE
+    tiny = load_yaml(ROOT / "tests/configs/tiny.yaml")["apjn"]
+    assert set(curves["norm"]) == {v["norm"] for v in tiny["variants"]}
+    # both directions of every variant agree on the end-to-end value J^{L,0}
+    ends = curves[
+        ((curves["direction"] == "forward") & (curves["block"] == tiny["model"]["depth"]))
+        | ((curves["direction"] == "backward") & (curves["block"] == 0))
+    ]
+    for _, pair in ends.groupby(["norm", "alpha"], dropna=False):
+        assert pair["apjn"].iloc[0] == pytest.approx(pair["apjn"].iloc[1], rel=1e-12)
+
+    depth = pd.read_csv(tmp_path / "results/apjn/theory_depth.csv")
+    assert list(depth.columns) == DEPTH_COLUMNS + PROVENANCE
+    assert depth["depth"].max() == tiny["theory"]["max_depth"]
+    asymptotics = pd.read_csv(tmp_path / "results/apjn/asymptotics.csv")
+    assert list(asymptotics.columns) == ASYMPTOTIC_COLUMNS + PROVENANCE
+    assert set(asymptotics["quantity"]) == {
+        "power_law_exponent",
+        "sqrt_depth_slope",
+        "stretch_exponent",
+    }
+    for log in ("theory_curves", "theory_depth"):
+        assert (tmp_path / f"results/logs/apjn/{log}.log").exists()
+
+    again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
+    assert again.returncode == 0
+    assert "Nothing to be done" in again.stdout + again.stderr
