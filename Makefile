@@ -11,8 +11,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # (Re)install only when the project's dependencies change.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install -qq -e '.[test]'
 	@touch $(STAMP)
 
 reproduce: $(STAMP)

@@ -15,7 +15,9 @@ def test_conda_env_mirrors_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pip_deps = dict(map(_name_and_spec, project["dependencies"]))
     conda = load_yaml(ROOT / "envs" / "pipeline.yaml")["dependencies"]
-    conda_deps = dict(_name_and_spec(d) for d in conda if isinstance(d, str))
+    pip_section = next(d["pip"] for d in conda if isinstance(d, dict))
+    listed = [d for d in conda if isinstance(d, str)] + [d for d in pip_section if d[0] != "-"]
+    conda_deps = dict(map(_name_and_spec, listed))
     conda_deps.pop("pip")
     assert conda_deps.pop("python") == ">=" + project["requires-python"].lstrip(">=")
     assert conda_deps == pip_deps
