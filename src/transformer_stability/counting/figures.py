@@ -1,0 +1,348 @@
+"""Study C figures C1-C5; each function takes tidy tables and returns a matplotlib Figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from transformer_stability.counting.model import PLACEMENTS
+from transformer_stability.counting.theory import prenorm_max_length
+from transformer_stability.plotting import set_style
+
+LABELS = {
+    "none": "no norm",
+    "pre_bare": "pre-norm (bare)",
+    "pre_learned": "pre-norm (learned gain)",
+    "post_bare": "post-norm (bare)",
+    "post_learned": "post-norm (learned gain)",
+}
+COLORS = dict(
+    zip(PLACEMENTS, ("black", "tab:purple", "tab:orange", "tab:blue", "tab:green"), strict=True)
+)
+READOUT_COLORS = {"regression": "tab:red", "classification": "tab:blue"}
+
+
+def plot_geometry(geometry: pd.DataFrame) -> Figure:
+    """C1: psi(z(c, 0)) of each construction on its best 2-plane, coloured by c."""
+    set_style()
+    fig = Figure(figsize=(15, 6.2), layout="constrained")
+    axes = fig.subplots(2, len(PLACEMENTS))
+    length = int(geometry["L"].iloc[0])
+    scatter = None
+    for row, readout in enumerate(("regression", "classification")):
+        for col, placement in enumerate(PLACEMENTS):
+            ax = axes[row, col]
+            part = geometry[(geometry["placement"] == placement) & (geometry["readout"] == readout)]
+            if part.empty:
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no construction\n(past the pre-norm wall)",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                )
+            else:
+                ax.plot(part["x"], part["y"], color="0.7", lw=0.8, zorder=1)
+                scatter = ax.scatter(
+                    part["x"], part["y"], c=part["c"], cmap="viridis", s=14, zorder=2
+                )
+                ax.plot([0], [0], "k+", ms=8)
+                ax.set_aspect("equal", adjustable="datalim")
+            ax.set_title(f"{LABELS[placement]}\n{readout}", fontsize=9)
+            ax.tick_params(labelsize=7)
+    if scatter is not None:
+        fig.colorbar(scatter, ax=axes, label="count c (m = 0)", shrink=0.8)
+    fig.suptitle(
+        f"C1: output at Q of the explicit constructions, c = 0..{length}, on its best 2-plane "
+        "through the origin (+)"
+    )
+    return fig
+
+
+def _fit_label(rates: pd.DataFrame, placement: str, readout: str, source: str) -> str:
+    row = rates[
+        (rates["placement"] == placement)
+        & (rates["readout"] == readout)
+        & (rates["source"] == source)
+    ]
+    if row.empty or not np.isfinite(row["fitted_exponent"].iloc[0]):
+        return ""
+    return f" (slope {row['fitted_exponent'].iloc[0]:.2f})"
+
+
+def plot_bmin(theory: pd.DataFrame, rates: pd.DataFrame) -> Figure:
+    """C2: B_min vs L (log-log): lower bounds (dashed) and verified constructions (solid) per
+    placement, reference slopes and the bare pre-norm wall; right: classification."""
+    set_style()
+    d = int(theory["d"].min())
+    theory = theory[theory["d"] == d]
+    fig = Figure(figsize=(13, 5.2), layout="constrained")
+    ax, ax_cls = fig.subplots(1, 2, width_ratios=[1.6, 1])
+    reg = theory[(theory["readout"] == "regression") & (theory["attention"] == "softmax")]
+    for placement in PLACEMENTS:
+        for bound, style in (("construction", "-o"), ("lower_bound", "--")):
+            part = reg[(reg["placement"] == placement) & (reg["bound"] == bound)].sort_values("L")
+            part = part[np.isfinite(part["bmin"])]
+            fit = _fit_label(rates, placement, "regression", bound)
+            label = f"{LABELS[placement]}, {bound.replace('_', ' ')}{fit}"
+            ax.plot(part["L"], part["bmin"], style, color=COLORS[placement], ms=3, label=label)
+    linear = theory[theory["attention"] == "linear"].sort_values("L")
+    ax.plot(linear["L"], linear["bmin"], ":s", color="0.4", ms=3, label="linear attention, no norm")
+    lengths = np.array(sorted(reg["L"].unique()), float)
+    for slope, placement in ((1.0, "none"), (1.5, "post_bare"), (0.75, "post_learned")):
+        anchor = reg[
+            (reg["placement"] == placement) & (reg["bound"] == "construction")
+        ].sort_values("L")
+        y_end = anchor["bmin"].iloc[-1]
+        ax.plot(lengths, 1.6 * y_end * (lengths / lengths[-1]) ** slope, color="0.6", lw=0.8)
+        ax.text(
+            lengths[-1] * 1.1,
+            1.6 * y_end,
+            f"$L^{{{slope:g}}}$",
+            fontsize=9,
+            va="center",
+            color="0.4",
+        )
+    wall = prenorm_max_length(2 * math.sqrt(d))
+    ax.axvline(wall, color=COLORS["pre_bare"], lw=1, ls="-.")
+    ax.text(
+        wall * 1.05,
+        ax.get_ylim()[0] * 2 if ax.get_ylim()[0] > 0 else 1,
+        f"bare pre-norm wall\nL_max = {wall}",
+        color=COLORS["pre_bare"],
+        fontsize=8,
+    )
+    ax.set(xscale="log", yscale="log", xlabel="length L", ylabel=r"$B_{\min}$ (max vector norm)")
+    ax.set_title(f"regression read-out, softmax attention, d = {d}")
+    ax.legend(fontsize=6.5, frameon=False, loc="upper left")
+    cls = theory[theory["readout"] == "classification"]
+    for placement in PLACEMENTS:
+        part = cls[cls["placement"] == placement].sort_values("L")
+        ax_cls.plot(
+            part["L"], part["bmin"], "-o", ms=3, color=COLORS[placement], label=LABELS[placement]
+        )
+    ax_cls.set(xscale="log", yscale="log", xlabel="length L", ylim=(0.3, 3))
+    ax_cls.set_title("classification read-out: constructions (unit norms)")
+    ax_cls.legend(fontsize=7, frameon=False)
+    fig.suptitle(
+        "C2: the parameter cost of counting — dashed: reduced LP/QP lower bounds; solid: "
+        "constructions verified on the full (c, m) grid"
+    )
+    return fig
+
+
+def _length_axis(ax, lengths) -> None:
+    """Log x axis labelled at the lengths themselves (no overlapping 10^k minor labels)."""
+    ax.set_xscale("log")
+    ax.set_xticks(list(lengths), [str(int(v)) for v in lengths])
+    ax.minorticks_off()
+
+
+def _unconstrained(training: pd.DataFrame) -> pd.DataFrame:
+    return training[~np.isfinite(training["B"])]
+
+
+def plot_training(training: pd.DataFrame) -> Figure:
+    """C3: unconstrained training of the learned-post-norm model: grid accuracy (overall and
+    count-balanced) and the largest vector norm vs L, regression vs classification."""
+    set_style()
+    free = _unconstrained(training)
+    fig = Figure(figsize=(12, 4.3), layout="constrained")
+    ax_acc, ax_bal, ax_norm = fig.subplots(1, 3)
+    for readout, part in free.groupby("readout"):
+        color = READOUT_COLORS[readout]
+        mean = part.groupby("L")[["accuracy", "balanced_accuracy", "max_vector_norm"]].mean()
+        for ax, key in (
+            (ax_acc, "accuracy"),
+            (ax_bal, "balanced_accuracy"),
+            (ax_norm, "max_vector_norm"),
+        ):
+            ax.plot(mean.index, mean[key], "-o", color=color, label=readout, ms=4)
+            ax.scatter(part["L"], part[key], color=color, s=10, alpha=0.5)
+    for ax, title in (
+        (ax_acc, "exact-count accuracy on the grid"),
+        (ax_bal, "count-balanced accuracy"),
+    ):
+        ax.set(xscale="log", xlabel="length L", ylim=(-0.02, 1.05), title=title)
+    ax_norm.set(
+        xscale="log", yscale="log", xlabel="length L", title="largest trainable-vector norm"
+    )
+    ax_acc.legend(frameon=False)
+    steps = ", ".join(f"{r}: {int(v)}" for r, v in free.groupby("readout")["steps"].first().items())
+    fig.suptitle(
+        f"C3: unconstrained training, learned post-norm, d = {int(free['d'].iloc[0])}, "
+        f"full-batch Adam steps {steps} (dots: seeds, line: mean)"
+    )
+    return fig
+
+
+def _heatmap(ax, part: pd.DataFrame, theory_curves: list[tuple[str, pd.DataFrame]]) -> object:
+    grid = part.groupby(["B", "L"])["accuracy"].max().unstack("L")
+    lengths, bounds = list(grid.columns), list(grid.index)
+    image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap="magma", vmin=0, vmax=1)
+    ax.set_xticks(range(len(lengths)), [str(v) for v in lengths])
+    ax.set_yticks(range(len(bounds)), [f"{b:g}" for b in bounds])
+    for i, b in enumerate(bounds):
+        for j, length in enumerate(lengths):
+            value = grid.loc[b, length]
+            ax.text(
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="black" if value > 0.6 else "white",
+            )
+    for label, curve in theory_curves:  # B on the categorical axis: interpolate in log B
+        ys = np.interp(
+            np.log(curve.set_index("L").loc[lengths, "bmin"]), np.log(bounds), range(len(bounds))
+        )
+        ax.plot(range(len(lengths)), ys, "c--" if "lower" in label else "c-", lw=1.5, label=label)
+    ax.set(xlabel="length L", ylabel="norm bound B")
+    return image
+
+
+def plot_constrained(
+    training: pd.DataFrame, empirical: pd.DataFrame, theory: pd.DataFrame, rates: pd.DataFrame
+) -> Figure:
+    """C4: projected-Adam accuracy (best seed) over (L, B) per read-out with the theory's B_min
+    overlaid, and the empirical B_min vs L with its fitted exponent."""
+    set_style()
+    fig = Figure(figsize=(15, 4.8), layout="constrained")
+    ax_reg, ax_cls, ax_b = fig.subplots(1, 3)
+    constrained = training[np.isfinite(training["B"])]
+    d = int(constrained["d"].iloc[0])
+    post = theory[
+        (theory["placement"] == "post_learned")
+        & (theory["d"] == d)
+        & (theory["attention"] == "softmax")
+    ]
+    curves = [
+        (
+            f"theory {bound.replace('_', ' ')}",
+            post[(post["readout"] == "regression") & (post["bound"] == bound)],
+        )
+        for bound in ("lower_bound", "construction")
+    ]
+    image = None
+    for ax, readout in ((ax_reg, "regression"), (ax_cls, "classification")):
+        part = constrained[constrained["readout"] == readout]
+        if part.empty:
+            continue
+        image = _heatmap(ax, part, curves if readout == "regression" else [])
+        ax.set_title(f"{readout}: grid accuracy (best of seeds)")
+    ax_reg.legend(fontsize=7, loc="upper left", frameon=True)
+    if image is not None:
+        fig.colorbar(image, ax=[ax_reg, ax_cls], label="exact-count accuracy", shrink=0.85)
+    for readout, part in empirical.groupby("readout"):
+        part = part.sort_values("L")
+        color = READOUT_COLORS[readout]
+        reached = part[part["reached"]]
+        label = f"{readout}{_fit_label(rates, 'post_learned', readout, 'training')}"
+        ax_b.plot(reached["L"], reached["bmin"], "-o", color=color, label=label)
+        missed = part[~part["reached"]]
+        if len(missed):
+            top = max(float(b) for row in missed["bounds_tried"] for b in row.split())
+            ax_b.scatter(
+                missed["L"],
+                [top * 1.3] * len(missed),
+                marker="^",
+                color=color,
+                label=f"{readout}: no B up to {top:g} succeeds",
+            )
+    for label, curve in curves:
+        ax_b.plot(
+            curve["L"], curve["bmin"], "--" if "lower" in label else ":", color="0.3", label=label
+        )
+    lengths = np.array(sorted(empirical["L"].unique()), float)
+    if len(lengths):
+        curve = curves[0][1].set_index("L")["bmin"]
+        ax_b.set_xlim(lengths[0] / 1.3, lengths[-1] * 1.3)
+        ax_b.set_ylim(0.3, max(curve.reindex(lengths).max() * 4, 20))
+    ax_b.set(yscale="log", xlabel="length L", ylabel="smallest successful B")
+    _length_axis(ax_b, lengths)
+    ax_b.set_title(
+        "empirical $B_{\\min}$ (100 % of the grid)\ntheory (post-norm, learned gain): $L^{3/4}$"
+    )
+    ax_b.legend(fontsize=7, frameon=False, loc="upper left")
+    fig.suptitle(f"C4: norm-constrained training (projected Adam), learned post-norm, d = {d}")
+    return fig
+
+
+def exponent_table(rates: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
+    """C5 data: one row per (placement, read-out), exponents per source (wide), and the bare
+    pre-norm wall, which replaces a rate."""
+    wide = rates.pivot_table(
+        index=["placement", "readout"], columns="source", values="fitted_exponent", aggfunc="first"
+    )
+    predicted = rates.groupby(["placement", "readout"])["predicted_exponent"].first()
+    table = wide.reindex(columns=["lower_bound", "construction", "training"]).assign(
+        predicted=predicted
+    )
+    table = table.reset_index()[
+        ["placement", "readout", "predicted", "lower_bound", "construction", "training"]
+    ]
+    d = int(theory["d"].min())
+    table["note"] = ""
+    wall = {
+        "placement": "pre_bare",
+        "readout": "regression",
+        "note": f"wall: no B counts beyond L = {prenorm_max_length(2 * math.sqrt(d))} (d = {d})",
+    }
+    table = pd.concat([table, pd.DataFrame([wall])], ignore_index=True)
+    order = {p: i for i, p in enumerate(PLACEMENTS)}
+    return table.sort_values(
+        ["readout", "placement"],
+        key=lambda s: s.map(order) if s.name == "placement" else s,
+        ignore_index=True,
+    )
+
+
+def plot_exponent_table(table: pd.DataFrame) -> Figure:
+    """C5: the exponent table rendered as a figure."""
+    set_style()
+
+    def fmt(value) -> str:
+        if value is None or (isinstance(value, float) and not np.isfinite(value)):
+            return "—"
+        return f"{value:.2f}".replace("-0.00", "0.00")
+
+    cells = [
+        [
+            LABELS[r.placement],
+            r.readout,
+            fmt(r.predicted),
+            fmt(r.lower_bound),
+            fmt(r.construction),
+            fmt(r.training),
+            r.note,
+        ]
+        for r in table.itertuples()
+    ]
+    fig = Figure(figsize=(13, 0.32 * len(cells) + 0.8), layout="constrained")
+    ax = fig.subplots()
+    ax.axis("off")
+    header = [
+        "placement",
+        "read-out",
+        "theory",
+        "lower bound (fit)",
+        "construction (fit)",
+        "training (fit)",
+        "note",
+    ]
+    tab = ax.table(cellText=cells, colLabels=header, loc="center", cellLoc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(8.5)
+    tab.auto_set_column_width(list(range(len(header))))
+    tab.scale(1, 1.4)
+    ax.set_title(
+        "C5: growth exponent of $B_{\\min}(L)$ — theory vs fits over the longest lengths "
+        "(training: over the lengths some B of the grid solved, see C4)"
+    )
+    return fig

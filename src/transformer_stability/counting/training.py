@@ -1,0 +1,183 @@
+"""Full-batch training on the exhaustive grid, many runs at once.
+
+Runs that share L share the grid, so their parameters are stacked on a leading run axis and
+trained by one tensor program: the loss is a sum over runs and Adam is elementwise, so this is
+exactly R independent trainings (each with its own bound B and seed) at the cost of one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from transformer_stability.counting.grid import balanced_weights, grid_points
+from transformer_stability.counting.model import ModelSpec, Params, grid_forward
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimizer and schedule shared by every run of a sweep."""
+
+    steps: int = 4000
+    lr: float = 0.05
+    final_lr_fraction: float = 0.01
+    logit_scale: float = 100.0
+    dtype: torch.dtype = torch.float32
+    device: str = "cpu"
+
+
+def init_params(spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: str) -> Params:
+    """Independent Gaussian init per run (unit-norm-scale vectors), each from its own seed;
+    learned gains start at 1, biases at 0."""
+    d, k = spec.d, spec.n_classes
+    per_run = []
+    for seed in seeds:
+        gen = torch.Generator().manual_seed(int(seed))
+
+        def draw(*shape, gen=gen):
+            return torch.randn(*shape, generator=gen, dtype=torch.float64) / math.sqrt(d)
+
+        one = {"e_q": draw(d) * math.sqrt(d), "e_a": draw(d) * math.sqrt(d)}
+        one["e_b"] = draw(d) * math.sqrt(d)
+        if spec.readout == "regression":
+            one |= {"u": draw(d), "b0": torch.zeros(1, dtype=torch.float64)}
+        else:
+            one |= {"head_w": draw(k, d), "head_b": torch.zeros(k, dtype=torch.float64)}
+        if spec.learned:
+            one |= {
+                "gamma": torch.ones(d, dtype=torch.float64),
+                "beta": torch.zeros(d, dtype=torch.float64),
+            }
+        per_run.append(one)
+    stacked = {
+        name: torch.stack([r[name] for r in per_run]).to(device, dtype) for name in per_run[0]
+    }
+    return Params(**stacked)
+
+
+@torch.no_grad()
+def project(params: Params, bounds: torch.Tensor) -> None:
+    """Rescale, in place, every trainable vector of run r to norm <= bounds[r]; head rows
+    (w_k, b_k) count as one vector, b0 as a 1-vector."""
+    for name, value in params.tensors().items():
+        if name == "head_b":
+            continue
+        if name == "head_w":
+            norm = torch.sqrt((value**2).sum(-1) + params.head_b**2)  # (R, K)
+            factor = torch.clamp(bounds[:, None] / norm.clamp_min(1e-300), max=1.0)
+            value.mul_(factor[..., None])
+            params.head_b.mul_(factor)
+        else:
+            factor = torch.clamp(
+                bounds[:, None] / value.norm(dim=-1, keepdim=True).clamp_min(1e-300), max=1.0
+            )
+            value.mul_(factor)
+
+
+def _loss(
+    spec: ModelSpec, out: torch.Tensor, c: torch.Tensor, w: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """Count-balanced loss summed over runs: weighted MSE or cross-entropy of scaled logits."""
+    if spec.readout == "regression":
+        return ((out - c.to(out.dtype)) ** 2 * w).sum()
+    logp = torch.log_softmax(scale * out, -1)
+    picked = logp.gather(-1, c.expand(out.shape[0], -1)[..., None])[..., 0]
+    return -(picked * w).sum()
+
+
+@dataclass
+class _Adam:
+    """Adam over a dict of stacked tensors with a per-run learning rate (R,)."""
+
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        self.m: dict[str, torch.Tensor] = {}
+        self.v: dict[str, torch.Tensor] = {}
+
+    @torch.no_grad()
+    def step(self, tensors: dict[str, torch.Tensor], lr: torch.Tensor, t: int) -> None:
+        for name, p in tensors.items():
+            g = p.grad
+            m = self.m.setdefault(name, torch.zeros_like(p))
+            v = self.v.setdefault(name, torch.zeros_like(p))
+            m.mul_(self.b1).add_(g, alpha=1 - self.b1)
+            v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            mhat, vhat = m / (1 - self.b1**t), v / (1 - self.b2**t)
+            shape = (-1,) + (1,) * (p.dim() - 1)
+            p.sub_(lr.reshape(shape) * mhat / (vhat.sqrt() + self.eps))
+            p.grad = None
+
+
+def cosine_lr(step: int, total: int, final_fraction: float) -> float:
+    """Multiplier of the base rate: cosine decay from 1 to final_fraction."""
+    return final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * step / total))
+
+
+def evaluate(
+    spec: ModelSpec, params: Params, c: torch.Tensor, m: torch.Tensor
+) -> dict[str, np.ndarray]:
+    """Exact-count metrics on the whole grid per run: accuracy, count-balanced accuracy, the
+    smallest count with an error (nan if none) and the largest trainable-vector norm."""
+    with torch.no_grad():
+        out = grid_forward(spec, params, c, m)
+        if spec.readout == "regression":
+            correct = (out - c.to(out.dtype)).abs() < 0.5
+        else:
+            correct = out.argmax(-1) == c
+    correct = correct.cpu().numpy()
+    cc = c.cpu().numpy()
+    per_count = np.stack([correct[:, cc == k].mean(1) for k in range(spec.length + 1)], 1)
+    failing = [np.flatnonzero(row < 1) for row in per_count]
+    return {
+        "accuracy": correct.mean(1),
+        "balanced_accuracy": per_count.mean(1),
+        "first_failing_count": np.array([f[0] if len(f) else np.nan for f in failing], float),
+        "max_vector_norm": params.max_vector_norm().double().cpu().numpy(),
+    }
+
+
+def train_runs(
+    spec: ModelSpec, bounds: list[float], seeds: list[int], cfg: TrainConfig, progress: bool = False
+) -> tuple[dict[str, np.ndarray], Params]:
+    """Train len(bounds) runs (run r: bound bounds[r], seed seeds[r]; inf = unconstrained)
+    together on the full grid of spec.length; projected Adam with cosine decay."""
+    c_np, m_np = grid_points(spec.length)
+    c = torch.from_numpy(c_np).to(cfg.device)
+    m = torch.from_numpy(m_np).to(cfg.device)
+    w = torch.from_numpy(balanced_weights(c_np, spec.length)).to(cfg.device, cfg.dtype)
+    params = init_params(spec, seeds, cfg.dtype, cfg.device)
+    bound = torch.tensor(bounds, dtype=cfg.dtype, device=cfg.device)
+    finite = torch.isfinite(bound)
+    project(params, torch.where(finite, bound, torch.full_like(bound, math.inf)))
+    # step size proportional to the scale the run may use; unconstrained regression must reach
+    # outputs of size L, so its steps grow as sqrt(L); unconstrained classification uses 1
+    free = max(1.0, spec.length**0.5) if spec.readout == "regression" else 1.0
+    base = torch.where(finite, bound, torch.full_like(bound, free))
+    tensors = params.tensors()
+    for p in tensors.values():
+        p.requires_grad_(True)
+    adam = _Adam()
+    steps = range(1, cfg.steps + 1)
+    if progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc=f"{spec.readout} L={spec.length} x{len(bounds)}", mininterval=5)
+    for t in steps:
+        loss = _loss(spec, grid_forward(spec, params, c, m), c, w, cfg.logit_scale)
+        loss.backward()
+        lr = cfg.lr * cosine_lr(t - 1, cfg.steps, cfg.final_lr_fraction) * base
+        adam.step(tensors, lr, t)
+        if finite.any():
+            project(params, bound)
+    for p in tensors.values():
+        p.requires_grad_(False)
+    return evaluate(spec, params, c, m), params
