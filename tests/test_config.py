@@ -23,7 +23,7 @@ def test_tests_tiny_config_is_valid(schema, default_config):
 
 
 def test_partial_sections_get_their_defaults(schema):
-    config = validate_config({"apjn": {"model": {"width": 768, "n_tokens": 197}}}, schema)
+    config = validate_config({"apjn": {"model": {"width": 768, "img_size": 224}}}, schema)
     assert config["apjn"]["model"]["heads"] == 6
     assert config["apjn"]["input"] == {"q0": 1.0, "p0": 0.2}
 
@@ -50,7 +50,11 @@ def _broken(default_config, path, value):
         (["apjn", "variants"], [{"norm": "ln", "alpha": 1.0}], ["'apjn.variants[0]'", "no alpha"]),
         (["apjn", "input", "p0"], 1.0, ["'apjn.input.p0'", "below apjn.input.q0"]),
         (["apjn", "model", "heads"], 5, ["'apjn.model.heads'", "does not divide"]),
-        (["apjn", "model", "n_tokens"], 1000, ["'apjn.model.n_tokens'", "width >= n_tokens"]),
+        (["apjn", "model", "img_size"], 1024, ["'apjn.model.img_size'", "width >= (img_size"]),
+        (["apjn", "model", "patch_size"], 7, ["'apjn.model.patch_size'", "does not divide"]),
+        (["apjn", "images", "forward_source_block"], 40, ["below apjn.model.depth"]),
+        (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
+        (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
     ],
 )
 def test_bad_values_name_the_key(schema, default_config, path, value, expected):

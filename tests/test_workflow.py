@@ -4,9 +4,29 @@ import pandas as pd
 import pytest
 from conftest import ROOT, load_yaml, run_snakemake
 
+from transformer_stability.apjn.experiment import (
+    AGREEMENT_COLUMNS,
+    END_TO_END_COLUMNS,
+    MEASURED_COLUMNS,
+)
 from transformer_stability.apjn.study import ASYMPTOTIC_COLUMNS, CURVE_COLUMNS, DEPTH_COLUMNS
+from transformer_stability.apjn.train import TRAIN_COLUMNS
 
-FIGURES = ["results/figures/apjn_theory_curves.pdf", "results/figures/apjn_depth_scaling.pdf"]
+APJN_FIGURES = [
+    "theory_curves",
+    "permsym",
+    "images",
+    "gmfe",
+    "depth_scaling",
+    "sensitivity",
+    "token_stats",
+    "trainability",
+]
+FIGURES = [f"results/figures/apjn_{name}.pdf" for name in APJN_FIGURES]
+FIGURES += [
+    f"results/figures/counting_{name}.pdf"
+    for name in ("geometry", "bmin", "training", "constrained", "exponents")
+]
 TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 PROVENANCE = ["seed", "device", "dtype", "versions"]
 
@@ -63,6 +83,21 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tmp_path):
     }
     for log in ("theory_curves", "theory_depth"):
         assert (tmp_path / f"results/logs/apjn/{log}.log").exists()
+
+    measured = pd.read_csv(tmp_path / "results/apjn/measured_curves.csv")
+    assert list(measured.columns) == MEASURED_COLUMNS + PROVENANCE
+    assert set(measured["input"]) == {"equiangular", "images"}
+    assert (measured["device"] == "cpu").all()
+    agreement = pd.read_csv(tmp_path / "results/apjn/agreement.csv")
+    assert list(agreement.columns) == AGREEMENT_COLUMNS + PROVENANCE
+    assert set(agreement["region"]) == {"shallow", "middle", "deep"}
+    assert (agreement["gmfe"] >= 1.0).all()
+    for table in ("sensitivity", "depth_measured"):
+        columns = pd.read_csv(tmp_path / f"results/apjn/{table}.csv").columns
+        assert list(columns) == END_TO_END_COLUMNS + PROVENANCE
+    training = pd.read_csv(tmp_path / "results/apjn/trainability.csv")
+    assert list(training.columns) == TRAIN_COLUMNS + PROVENANCE
+    assert len(training) == 3  # pre-LN, Derf and DyT at one alpha and one multiplier
 
     again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
     assert again.returncode == 0

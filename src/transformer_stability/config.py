@@ -58,25 +58,56 @@ def _describe(error: ValidationError) -> str:
 
 
 def _cross_key_errors(config: dict[str, Any]) -> list[str]:
-    errors = []
-    apjn = config.get("apjn", {})
-    model, inputs = apjn.get("model", {}), apjn.get("input", {})
-    if model and model["width"] % model["heads"]:
-        errors.append(
-            f"config key 'apjn.model.heads': {model['heads']} does not divide "
-            f"apjn.model.width = {model['width']}"
-        )
-    if model and model["n_tokens"] > model["width"]:
-        errors.append(
-            f"config key 'apjn.model.n_tokens': {model['n_tokens']} exceeds apjn.model.width = "
-            f"{model['width']}; the equiangular input needs width >= n_tokens"
-        )
-    if inputs and not inputs["p0"] < inputs["q0"]:
-        errors.append(
-            f"config key 'apjn.input.p0': {inputs['p0']} must be below apjn.input.q0 = "
-            f"{inputs['q0']}"
-        )
-    return errors
+    """Constraints that involve two keys, which JSON schema cannot express readably."""
+    apjn = config["apjn"]
+    model, inputs = apjn["model"], apjn["input"]
+    checks = [
+        (
+            model["width"] % model["heads"] == 0,
+            "apjn.model.heads",
+            f"{model['heads']} does not divide apjn.model.width = {model['width']}",
+        ),
+        (
+            model["img_size"] % model["patch_size"] == 0,
+            "apjn.model.patch_size",
+            f"{model['patch_size']} does not divide apjn.model.img_size = {model['img_size']}",
+        ),
+        (
+            (model["img_size"] // model["patch_size"]) ** 2 + 1 <= model["width"],
+            "apjn.model.img_size",
+            f"{model['img_size']} gives more tokens than apjn.model.width = {model['width']}; "
+            "the equiangular input needs width >= (img_size / patch_size)^2 + 1",
+        ),
+        (
+            inputs["p0"] < inputs["q0"],
+            "apjn.input.p0",
+            f"{inputs['p0']} must be below apjn.input.q0 = {inputs['q0']}",
+        ),
+        (
+            apjn["images"]["forward_source_block"] < model["depth"],
+            "apjn.images.forward_source_block",
+            f"{apjn['images']['forward_source_block']} must be below apjn.model.depth = "
+            f"{model['depth']}",
+        ),
+        (
+            apjn["images"]["source"] != "cifar100" or apjn["images"]["cifar_root"] is not None,
+            "apjn.images.cifar_root",
+            "source cifar100 needs a local folder holding cifar-100-python/",
+        ),
+        (
+            apjn["train"]["data"]["source"] != "cifar100"
+            or apjn["train"]["data"]["cifar_root"] is not None,
+            "apjn.train.data.cifar_root",
+            "source cifar100 needs a local folder holding cifar-100-python/",
+        ),
+        (
+            apjn["train"]["model"]["img_size"] % apjn["train"]["model"]["patch_size"] == 0
+            and apjn["train"]["model"]["width"] % apjn["train"]["model"]["heads"] == 0,
+            "apjn.train.model",
+            "patch_size must divide img_size and heads must divide width",
+        ),
+    ]
+    return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
 
 
 def load_schema(path: str | Path) -> dict[str, Any]:

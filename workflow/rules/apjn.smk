@@ -12,7 +12,7 @@ rule apjn_theory_curves:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        apjn=config["apjn"],
+        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "theory"),
         seed=config["seed"],
     script:
         "../scripts/apjn_theory_curves.py"
@@ -29,7 +29,7 @@ rule apjn_theory_depth:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        apjn=config["apjn"],
+        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "theory"),
         seed=config["seed"],
     script:
         "../scripts/apjn_theory_depth.py"
@@ -58,6 +58,7 @@ rule apjn_depth_scaling_figure:
     input:
         depth="results/apjn/theory_depth.csv",
         asymptotics="results/apjn/asymptotics.csv",
+        measured="results/apjn/depth_measured.csv",
     output:
         pdf=report(
             "results/figures/apjn_depth_scaling.pdf",
@@ -72,3 +73,138 @@ rule apjn_depth_scaling_figure:
         "../../envs/pipeline.yaml"
     script:
         "../scripts/apjn_depth_scaling_figure.py"
+
+
+rule apjn_measured_curves:
+    output:
+        "results/apjn/measured_curves.csv",
+    log:
+        "results/logs/apjn/measured_curves.log",
+    benchmark:
+        "results/benchmarks/apjn/measured_curves.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    params:
+        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "measure", "images"),
+        seed=config["seed"],
+        device=config["device"],
+        measurement="measured_curves",
+        dtype=config["apjn"]["measure"]["dtype"],
+    script:
+        "../scripts/apjn_measure.py"
+
+
+rule apjn_sensitivity:
+    output:
+        "results/apjn/sensitivity.csv",
+    log:
+        "results/logs/apjn/sensitivity.log",
+    benchmark:
+        "results/benchmarks/apjn/sensitivity.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    params:
+        apjn=apjn_params(*APJN_MODEL_KEYS, "measure", "sensitivity"),
+        seed=config["seed"],
+        device=config["device"],
+        measurement="sensitivity",
+        dtype=config["apjn"]["measure"]["dtype"],
+    script:
+        "../scripts/apjn_measure.py"
+
+
+rule apjn_depth_measured:
+    output:
+        "results/apjn/depth_measured.csv",
+    log:
+        "results/logs/apjn/depth_measured.log",
+    benchmark:
+        "results/benchmarks/apjn/depth_measured.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    params:
+        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "measure", "depth_scaling"),
+        seed=config["seed"],
+        device=config["device"],
+        measurement="depth_points",
+        dtype=config["apjn"]["measure"]["dtype"],
+    script:
+        "../scripts/apjn_measure.py"
+
+
+rule apjn_trainability:
+    output:
+        "results/apjn/trainability.csv",
+    log:
+        "results/logs/apjn/trainability.log",
+    benchmark:
+        "results/benchmarks/apjn/trainability.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=1,
+    params:
+        apjn=apjn_params("train"),
+        seed=config["seed"],
+        device=config["device"],
+        measurement="trainability",
+        dtype="float32",
+    script:
+        "../scripts/apjn_measure.py"
+
+
+rule apjn_agreement:
+    input:
+        "results/apjn/measured_curves.csv",
+    output:
+        "results/apjn/agreement.csv",
+    log:
+        "results/logs/apjn/agreement.log",
+    conda:
+        "../../envs/pipeline.yaml"
+    script:
+        "../scripts/apjn_agreement.py"
+
+
+# The table each measured-data figure is drawn from.
+APJN_FIGURE_TABLES = {
+    "permsym": "results/apjn/measured_curves.csv",
+    "images": "results/apjn/measured_curves.csv",
+    "token_stats": "results/apjn/measured_curves.csv",
+    "gmfe": "results/apjn/agreement.csv",
+    "sensitivity": "results/apjn/sensitivity.csv",
+    "trainability": "results/apjn/trainability.csv",
+}
+
+
+rule apjn_measured_figure:
+    input:
+        lambda wildcards: APJN_FIGURE_TABLES[wildcards.figure],
+    output:
+        pdf=report(
+            "results/figures/apjn_{figure}.pdf",
+            caption="../report/apjn_{figure}.rst",
+            category="Study A: signal propagation",
+            labels={"figure": "{figure}"},
+        ),
+        png="results/figures/apjn_{figure}.png",
+    log:
+        "results/logs/apjn/{figure}_figure.log",
+    wildcard_constraints:
+        figure="|".join(APJN_FIGURE_TABLES),
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        plot=lambda wildcards: f"plot_{wildcards.figure}",
+    script:
+        "../scripts/apjn_figure.py"

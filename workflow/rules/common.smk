@@ -14,7 +14,20 @@ except ConfigError as error:
 STUDY_FIGURES = {
     "apjn": [
         "results/figures/apjn_theory_curves.pdf",
+        "results/figures/apjn_permsym.pdf",
+        "results/figures/apjn_images.pdf",
+        "results/figures/apjn_gmfe.pdf",
         "results/figures/apjn_depth_scaling.pdf",
+        "results/figures/apjn_sensitivity.pdf",
+        "results/figures/apjn_token_stats.pdf",
+        "results/figures/apjn_trainability.pdf",
+    ],
+    "counting": [
+        "results/figures/counting_geometry.pdf",
+        "results/figures/counting_bmin.pdf",
+        "results/figures/counting_training.pdf",
+        "results/figures/counting_constrained.pdf",
+        "results/figures/counting_exponents.pdf",
     ],
 }
 
@@ -22,3 +35,13 @@ STUDY_FIGURES = {
 def figure_targets():
     """Every figure of the studies switched on in config['studies']."""
     return [path for study in config["studies"] for path in STUDY_FIGURES[study]]
+
+
+# Study A rules take only the parts of config['apjn'] they read, so that changing, say, the
+# training schedule does not rerun the APJN measurements.
+APJN_MODEL_KEYS = ("model", "attn_mult", "mlp_mult", "input")
+
+
+def apjn_params(*keys):
+    """The given sections of config['apjn'], as a rule's params."""
+    return {key: config["apjn"][key] for key in keys}

@@ -6,6 +6,8 @@ from transformer_stability.logs import setup_logging
 
 setup_logging(snakemake.log[0])
 figure = plot_depth_scaling(
-    read_table(snakemake.input.depth), read_table(snakemake.input.asymptotics)
+    read_table(snakemake.input.depth),
+    read_table(snakemake.input.asymptotics),
+    read_table(snakemake.input.measured),
 )
 save_figure(figure, snakemake.output.pdf, snakemake.output.png)

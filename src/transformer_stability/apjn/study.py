@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.kernels import NormName, norm_kernel
+from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.theory import (
     MeanField,
     ViTShape,
@@ -52,10 +53,9 @@ class Variant:
 
 @dataclass(frozen=True)
 class ApjnStudy:
-    """The `apjn` section of the config, typed."""
+    """The theory part of the `apjn` config section, typed."""
 
-    shape: ViTShape
-    depth: int
+    spec: ViTSpec
     q0: float
     p0: float
     variants: tuple[Variant, ...]
@@ -65,39 +65,59 @@ class ApjnStudy:
 
     @classmethod
     def from_config(cls, apjn: dict[str, Any]) -> ApjnStudy:
-        model, theory = apjn["model"], apjn["theory"]
-        shape = ViTShape(
-            width=model["width"],
-            n_tokens_total=model["n_tokens"],
-            mlp_ratio=model["mlp_ratio"],
-            init_std=model["init_std"],
-            attn_mult=apjn["attn_mult"],
-            mlp_mult=apjn["mlp_mult"],
-        )
-        variants = tuple(Variant(v["norm"], v.get("alpha")) for v in apjn["variants"])
+        theory = apjn["theory"]
         return cls(
-            shape=shape,
-            depth=model["depth"],
+            spec=base_spec(apjn),
             q0=apjn["input"]["q0"],
             p0=apjn["input"]["p0"],
-            variants=variants,
+            variants=tuple(Variant(v["norm"], v.get("alpha")) for v in apjn["variants"]),
             max_depth=theory["max_depth"],
             fit_from=theory["fit_from"],
             depth_points=theory["depth_points"],
         )
 
     @property
+    def depth(self) -> int:
+        return self.spec.depth
+
+    @property
+    def shape(self) -> ViTShape:
+        return ViTShape(
+            width=self.spec.width,
+            n_tokens_total=self.spec.n_tokens,
+            mlp_ratio=self.spec.mlp_ratio,
+            attn_mult=self.spec.attn_mult,
+            mlp_mult=self.spec.mlp_mult,
+        )
+
+    @property
     def mean_field(self) -> MeanField:
         return MeanField.from_shape(self.shape)
 
-    def _ids(self, variant: Variant) -> dict[str, Any]:
-        alpha = np.nan if variant.alpha is None else variant.alpha
-        return {
-            "norm": variant.norm,
-            "alpha": alpha,
-            "attn_mult": self.shape.attn_mult,
-            "mlp_mult": self.shape.mlp_mult,
-        }
+
+def base_spec(apjn: dict[str, Any]) -> ViTSpec:
+    """The configured model with pre-LN; variants swap norm and alpha."""
+    model = apjn["model"]
+    return ViTSpec(
+        width=model["width"],
+        heads=model["heads"],
+        depth=model["depth"],
+        img_size=model["img_size"],
+        patch_size=model["patch_size"],
+        mlp_ratio=model["mlp_ratio"],
+        attn_mult=apjn["attn_mult"],
+        mlp_mult=apjn["mlp_mult"],
+    )
+
+
+def variant_ids(variant: Variant, spec: ViTSpec) -> dict[str, Any]:
+    """The identifying columns every Study A table starts with."""
+    return {
+        "norm": variant.norm,
+        "alpha": np.nan if variant.alpha is None else variant.alpha,
+        "attn_mult": spec.attn_mult,
+        "mlp_mult": spec.mlp_mult,
+    }
 
 
 def theory_curves(study: ApjnStudy) -> pd.DataFrame:
@@ -115,8 +135,8 @@ def theory_curves(study: ApjnStudy) -> pd.DataFrame:
             frames.append(
                 pd.DataFrame(
                     {
-                        **study._ids(variant),
-                        "width": study.shape.width,
+                        **variant_ids(variant, study.spec),
+                        "width": study.spec.width,
                         "depth": study.depth,
                         "direction": direction,
                         "source_block": source,
@@ -150,7 +170,7 @@ def _fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> list[dict[st
         slope, intercept = np.polyfit(x, yy, 1)
         rows.append(
             {
-                **study._ids(variant),
+                **variant_ids(variant, study.spec),
                 "quantity": quantity,
                 "fitted": float(slope),
                 "predicted": float(predicted),
@@ -175,8 +195,8 @@ def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame]:
         curves.append(
             pd.DataFrame(
                 {
-                    **study._ids(variant),
-                    "width": study.shape.width,
+                    **variant_ids(variant, study.spec),
+                    "width": study.spec.width,
                     "depth": depths,
                     "apjn": np.exp(log_j[depths]),
                     "log_apjn": log_j[depths],

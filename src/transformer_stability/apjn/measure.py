@@ -1,0 +1,130 @@
+"""Hutchinson estimates of the APJN of a stack of blocks, at every block at once.
+
+J^{b,b0} = ||d x^b / d x^{b0}||_F^2 / (N_tot d), with x^0 the input of block 0 and x^b the output
+of block b-1. For a Gaussian probe u, E||J^T u||^2 = E||J v||^2 = ||J||_F^2, so
+- one reverse pass per probe gives the backward curve J^{L,b} at every b (the gradient of
+  <u, x^L> with respect to every retained block output, in one autograd call), and
+- one forward-mode pass per probe gives the forward curve J^{b,b0} at every b >= b0 (the tangent
+  carried through the blocks is J^{b,b0} v at each block).
+Probes of all samples are stacked along the batch axis and processed in chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.autograd.forward_ad as fwad
+from torch import nn
+
+Block = Callable[[torch.Tensor], torch.Tensor]
+
+
+def gaussian_probes(like: torch.Tensor, n_probes: int, generator: torch.Generator) -> torch.Tensor:
+    """(S, P, N, d) standard normal probes for a batch `like` of shape (S, N, d), drawn on the
+    CPU from `generator` (identical on every device) and moved to like's device and dtype."""
+    shape = (like.shape[0], n_probes, *like.shape[1:])
+    probes = torch.randn(shape, generator=generator, dtype=torch.float64)
+    return probes.to(device=like.device, dtype=like.dtype)
+
+
+@torch.no_grad()
+def block_states(blocks: Sequence[Block], x0: torch.Tensor) -> list[torch.Tensor]:
+    """[x^0, ..., x^L] for a batch x0 of shape (S, N, d)."""
+    states = [x0]
+    for block in blocks:
+        states.append(block(states[-1]))
+    return states
+
+
+def token_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample q = mean_i |x_i|^2/d and p = mean_{i != j} x_i.x_j/d over tokens 1.. (the CLS
+    slot 0 excluded) for x of shape (S, N_tot, d)."""
+    tokens = x[:, 1:, :]
+    n, d = tokens.shape[1], tokens.shape[2]
+    self_overlap = tokens.pow(2).sum(dim=(1, 2)) / d
+    total_overlap = tokens.sum(dim=1).pow(2).sum(dim=-1) / d
+    return self_overlap / n, (total_overlap - self_overlap) / (n * (n - 1))
+
+
+def _per_sample_mean(values: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """(S*P, ...) -> (S, ...) averaging the P probes of each sample."""
+    return values.reshape(n_samples, -1, *values.shape[1:]).mean(dim=1)
+
+
+def _chunks(total: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, total)) for i in range(0, total, size)]
+
+
+def _squared_norm(x: torch.Tensor) -> torch.Tensor:
+    """|x|^2 / (N d) per batch element."""
+    return x.pow(2).sum(dim=(1, 2)) / (x.shape[1] * x.shape[2])
+
+
+def backward_apjn(
+    blocks: Sequence[Block], x0: torch.Tensor, probes: torch.Tensor, chunk_size: int = 64
+) -> torch.Tensor:
+    """J^{L,b} for b = 0..L, shape (S, L+1), averaged over the probes (S, P, N, d) placed at
+    x^L. One reverse pass per probe: the cotangent reaching each retained x^b is J^{L,b}^T u."""
+    n_samples, n_probes = probes.shape[:2]
+    flat_x0 = x0.repeat_interleave(n_probes, dim=0)
+    flat_u = probes.reshape(-1, *probes.shape[2:])
+    out = torch.empty(flat_u.shape[0], len(blocks) + 1, dtype=torch.float64)
+    for part in _chunks(flat_u.shape[0], chunk_size):
+        with torch.enable_grad():
+            states = [flat_x0[part].detach().requires_grad_(True)]
+            for block in blocks:
+                states.append(block(states[-1]))
+            cotangents = torch.autograd.grad(states[-1], states[:-1], grad_outputs=flat_u[part])
+        for b, cotangent in enumerate(cotangents):
+            out[part, b] = _squared_norm(cotangent).double().cpu()
+    out[:, -1] = 1.0  # d x^L / d x^L is the identity: exactly 1, no estimate needed
+    return _per_sample_mean(out, n_samples)
+
+
+def backward_apjn_per_pair(
+    blocks: Sequence[Block], x0: torch.Tensor, probes: torch.Tensor
+) -> torch.Tensor:
+    """The naive baseline: one forward + VJP per source block b (O(L^2) block evaluations).
+    Same probes, same estimator, same numbers as `backward_apjn`."""
+    n_samples, n_probes = probes.shape[:2]
+    states = block_states(blocks, x0.repeat_interleave(n_probes, dim=0))
+    flat_u = probes.reshape(-1, *probes.shape[2:])
+    out = torch.ones(flat_u.shape[0], len(blocks) + 1, dtype=torch.float64)
+    for b in range(len(blocks)):
+        with torch.enable_grad():
+            source = states[b].detach().requires_grad_(True)
+            x = source
+            for block in blocks[b:]:
+                x = block(x)
+            (cotangent,) = torch.autograd.grad(x, source, grad_outputs=flat_u)
+        out[:, b] = _squared_norm(cotangent).double().cpu()
+    return _per_sample_mean(out, n_samples)
+
+
+@torch.no_grad()
+def forward_apjn(
+    blocks: Sequence[Block],
+    x_source: torch.Tensor,
+    probes: torch.Tensor,
+    chunk_size: int = 64,
+) -> torch.Tensor:
+    """J^{b0+k, b0} for k = 0..len(blocks), shape (S, len(blocks)+1), where `blocks` are the
+    blocks after the source b0 and x_source = x^{b0}; probes (S, P, N, d) are tangents at x^{b0}.
+    One forward-mode pass per probe carries J v through every block."""
+    n_samples, n_probes = probes.shape[:2]
+    flat_x = x_source.repeat_interleave(n_probes, dim=0)
+    flat_v = probes.reshape(-1, *probes.shape[2:])
+    out = torch.ones(flat_v.shape[0], len(blocks) + 1, dtype=torch.float64)
+    for part in _chunks(flat_v.shape[0], chunk_size):
+        with fwad.dual_level():
+            x = fwad.make_dual(flat_x[part], flat_v[part])
+            for k, block in enumerate(blocks, start=1):
+                x = block(x)
+                out[part, k] = _squared_norm(fwad.unpack_dual(x).tangent).double().cpu()
+    return _per_sample_mean(out, n_samples)
+
+
+def model_blocks(model: nn.Module) -> list[nn.Module]:
+    """The residual blocks of a timm VisionTransformer, in order."""
+    return list(model.blocks)

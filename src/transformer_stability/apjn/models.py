@@ -1,0 +1,104 @@
+"""timm ViTs for the APJN study: norm variants, ReLU MLPs, init multipliers, mean-field constants.
+
+Models are random-init timm `VisionTransformer`s (no hub access), put in eval mode with the
+non-fused attention path so forward-mode AD works and results do not depend on the kernel.
+"""
+
+from __future__ import annotations
+
+import torch
+from timm.models.vision_transformer import VisionTransformer
+from torch import nn
+
+from transformer_stability.apjn.kernels import NormName
+from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.theory import MeanField
+
+
+class SaturatingNorm(nn.Module):
+    """gamma * f(alpha x) + beta with f = tanh (DyT) or erf (Derf): an elementwise stand-in for
+    LayerNorm. alpha is one scalar per module; gamma = 1 and beta = 0 at init."""
+
+    def __init__(self, width: int, kind: NormName, alpha: float) -> None:
+        super().__init__()
+        if kind not in ("dyt", "derf"):
+            raise ValueError(f"SaturatingNorm is dyt or derf, not {kind!r}")
+        self.kind = kind
+        self.alpha = nn.Parameter(torch.tensor(float(alpha)))
+        self.weight = nn.Parameter(torch.ones(width))
+        self.bias = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.alpha * x
+        f = torch.tanh(z) if self.kind == "dyt" else torch.erf(z)
+        return self.weight * f + self.bias
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind}, alpha={self.alpha.item():g}, width={self.weight.numel()}"
+
+
+def _replace_norms(model: VisionTransformer, spec: ViTSpec) -> None:
+    """Swap every block LayerNorm and the final norm for the saturating map (norm_pre stays)."""
+    for block in model.blocks:
+        block.norm1 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+        block.norm2 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+    if isinstance(model.norm, nn.LayerNorm):
+        model.norm = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+
+
+@torch.no_grad()
+def _apply_init_multipliers(model: VisionTransformer, spec: ViTSpec) -> None:
+    """attn_mult scales the V rows of qkv (weight and bias) and the out-projection;
+    mlp_mult scales fc1 and fc2 weights."""
+    d = spec.width
+    for block in model.blocks:
+        block.attn.qkv.weight[2 * d :].mul_(spec.attn_mult)
+        block.attn.qkv.bias[2 * d :].mul_(spec.attn_mult)
+        block.attn.proj.weight.mul_(spec.attn_mult)
+        block.mlp.fc1.weight.mul_(spec.mlp_mult)
+        block.mlp.fc2.weight.mul_(spec.mlp_mult)
+
+
+def build_vit(spec: ViTSpec, seed: int) -> VisionTransformer:
+    """A random-init timm ViT for `spec`, in eval mode, seeded explicitly."""
+    if spec.norm != "ln" and (spec.alpha is None or spec.alpha <= 0):
+        raise ValueError(f"norm {spec.norm!r} needs a positive alpha")
+    with torch.random.fork_rng(devices=[]):  # seed the init without touching global state
+        torch.manual_seed(seed)
+        model = VisionTransformer(
+            img_size=spec.img_size,
+            patch_size=spec.patch_size,
+            in_chans=spec.in_chans,
+            num_classes=spec.num_classes,
+            embed_dim=spec.width,
+            depth=spec.depth,
+            num_heads=spec.heads,
+            mlp_ratio=spec.mlp_ratio,
+            drop_path_rate=0.0,
+            act_layer=nn.ReLU if spec.relu else nn.GELU,
+        )
+    for block in model.blocks:
+        block.attn.fused_attn = False
+    if spec.norm != "ln":
+        _replace_norms(model, spec)
+    _apply_init_multipliers(model, spec)
+    return model.eval()
+
+
+@torch.no_grad()
+def mean_field_from_model(model: VisionTransformer) -> MeanField:
+    """(a, m) from the built weights' second moments, sigma^2 = fan_in * mean(W^2), averaged
+    over blocks: what the theory sees, including multipliers and sampling noise."""
+    a_sum = m_sum = 0.0
+    for block in model.blocks:
+        d = block.attn.qkv.in_features
+        w_v = block.attn.qkv.weight[2 * d :]
+        sigma_v = w_v.shape[1] * w_v.pow(2).mean()
+        sigma_o = block.attn.proj.in_features * block.attn.proj.weight.pow(2).mean()
+        sigma_1 = block.mlp.fc1.in_features * block.mlp.fc1.weight.pow(2).mean()
+        sigma_2 = block.mlp.fc2.in_features * block.mlp.fc2.weight.pow(2).mean()
+        a_sum += float(sigma_o * sigma_v)
+        m_sum += float(sigma_1 * sigma_2)
+    n_blocks = len(model.blocks)
+    n_tokens = model.patch_embed.num_patches + model.num_prefix_tokens - 1
+    return MeanField(a=a_sum / n_blocks, m=m_sum / n_blocks, n_tokens=n_tokens)

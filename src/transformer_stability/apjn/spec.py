@@ -1,0 +1,35 @@
+"""The specification of one Study A model, kept free of torch so that theory and plotting jobs
+start fast."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from transformer_stability.apjn.kernels import NormName
+
+
+@dataclass(frozen=True)
+class ViTSpec:
+    """Everything that defines one model of the study."""
+
+    width: int
+    heads: int
+    depth: int
+    img_size: int
+    patch_size: int
+    mlp_ratio: float = 4.0
+    norm: NormName = "ln"
+    alpha: float | None = None
+    attn_mult: float = 1.0
+    mlp_mult: float = 1.0
+    relu: bool = True
+    num_classes: int = 0
+    in_chans: int = 3
+
+    @property
+    def n_tokens(self) -> int:
+        """Patches plus CLS."""
+        return (self.img_size // self.patch_size) ** 2 + 1
+
+    def with_(self, **changes) -> ViTSpec:
+        return replace(self, **changes)

@@ -1,0 +1,23 @@
+"""Device and dtype resolution: `cuda` when available, else the CPU, through the same code."""
+
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' -> cuda if available else cpu; 'cuda' without a GPU is an error, not a fallback."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("config key 'device' is 'cuda' but no CUDA device is visible")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(DTYPES)}") from None

@@ -1,0 +1,239 @@
+"""The APJN estimators against exact Jacobians on tiny timm ViTs, and the models and inputs
+they are measured on."""
+
+import functools
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_stability.apjn.agreement import gmfe, region_gmfe
+from transformer_stability.apjn.inputs import (
+    bundled_images,
+    cifar100_images,
+    embed_images,
+    equiangular_tokens,
+    read_cifar100,
+)
+from transformer_stability.apjn.measure import (
+    backward_apjn,
+    backward_apjn_per_pair,
+    block_states,
+    forward_apjn,
+    gaussian_probes,
+    model_blocks,
+    token_statistics,
+)
+from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
+from transformer_stability.apjn.spec import ViTSpec
+
+TINY = ViTSpec(width=16, heads=2, depth=3, img_size=8, patch_size=4, attn_mult=10, mlp_mult=8)
+
+
+def _tiny(norm: str, alpha: float | None) -> tuple[list, torch.Tensor]:
+    model = build_vit(TINY.with_(norm=norm, alpha=alpha), seed=0).double()
+    x0 = equiangular_tokens(TINY.n_tokens, TINY.width, 1.0, 0.3, torch.Generator().manual_seed(1))
+    return model_blocks(model), x0[None]
+
+
+def _block_jacobians(blocks: list, states: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Dense Jacobian of each block at its input, as (N d) x (N d) matrices."""
+    size = states[0][0].numel()
+    return [
+        torch.autograd.functional.jacobian(block, x, vectorize=True).reshape(size, size)
+        for block, x in zip(blocks, states, strict=False)
+    ]
+
+
+def _within_hutchinson_error(estimate: float, jac: torch.Tensor, n_probes: int) -> bool:
+    """|estimate - ||J||_F^2/(N d)| < 5 standard errors; Var(u^T A u) = 2 ||A||_F^2 for a
+    Gaussian u and A = J^T J (or J J^T for forward probes: same Frobenius norm)."""
+    size = jac.shape[0]
+    exact = float(jac.pow(2).sum()) / size
+    stderr = math.sqrt(2 * float((jac.T @ jac).pow(2).sum())) / size / math.sqrt(n_probes)
+    return abs(estimate - exact) < 5 * stderr
+
+
+@pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("derf", 1.5), ("dyt", 2.0)])
+def test_hutchinson_estimates_converge_to_the_exact_apjn(norm, alpha):
+    """Backward J^{L,b} at every b and forward J^{b,0} at every b agree with the exact
+    ||J||_F^2/(N d) from dense Jacobians, within the Hutchinson estimate's error."""
+    blocks, x0 = _tiny(norm, alpha)
+    n_probes, depth = 3000, len(blocks)
+    generator = torch.Generator().manual_seed(2)
+    states = block_states(blocks, x0)
+    u, v = (
+        gaussian_probes(states[-1], n_probes, generator),
+        gaussian_probes(x0, n_probes, generator),
+    )
+    backward = backward_apjn(blocks, x0, u, chunk_size=n_probes)[0]
+    forward = forward_apjn(blocks, x0, v, chunk_size=n_probes)[0]
+    jacs = _block_jacobians(blocks, states)
+    identity = torch.eye(jacs[0].shape[0], dtype=torch.float64)
+    for b in range(depth):
+        to_last = functools.reduce(lambda acc, j: j @ acc, jacs[b:], identity)
+        from_first = functools.reduce(lambda acc, j: j @ acc, jacs[: b + 1], identity)
+        assert _within_hutchinson_error(float(backward[b]), to_last, n_probes), b
+        assert _within_hutchinson_error(float(forward[b + 1]), from_first, n_probes), b
+    assert float(backward[0]) > 1.2  # the multipliers make the test non-trivial
+    assert backward[-1] == 1.0 and forward[0] == 1.0
+
+
+def test_all_blocks_estimator_equals_the_per_pair_loop():
+    blocks, x0 = _tiny("derf", 1.0)
+    x0 = torch.cat([x0, 0.5 * x0])  # two samples
+    probes = gaussian_probes(x0, 5, torch.Generator().manual_seed(3))
+    fast = backward_apjn(blocks, x0, probes, chunk_size=3)
+    slow = backward_apjn_per_pair(blocks, x0, probes)
+    torch.testing.assert_close(fast, slow, rtol=1e-12, atol=0)
+
+
+def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
+    blocks, x0 = _tiny("ln", None)
+    x0 = torch.cat([x0, 2.0 * x0, 0.5 * x0])
+    probes = gaussian_probes(x0, 4, torch.Generator().manual_seed(4))
+    one_pass = forward_apjn(blocks, x0, probes, chunk_size=100)
+    chunked = forward_apjn(blocks, x0, probes, chunk_size=5)
+    torch.testing.assert_close(one_pass, chunked, rtol=1e-12, atol=0)
+    alone = forward_apjn(blocks, x0[1:2], probes[1:2])
+    torch.testing.assert_close(one_pass[1:2], alone, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize(("n", "d", "q0", "p0"), [(5, 8, 1.0, 0.2), (65, 384, 2.0, 0.5)])
+def test_equiangular_input_has_exactly_the_requested_gram_matrix(n, d, q0, p0):
+    x = equiangular_tokens(n, d, q0, p0, torch.Generator().manual_seed(0))
+    gram = x @ x.T / d
+    target = torch.full((n, n), p0, dtype=torch.float64).fill_diagonal_(q0)
+    torch.testing.assert_close(gram, target, rtol=0, atol=1e-12)
+    assert (x.abs().sum(0) > 1e-8).all()  # rotated: no zero-padded coordinates left
+    q, p = token_statistics(x[None])
+    assert float(q) == pytest.approx(q0, abs=1e-12) and float(p) == pytest.approx(p0, abs=1e-12)
+
+
+def test_equiangular_input_rejects_impossible_statistics():
+    with pytest.raises(ValueError, match="width >= n_tokens"):
+        equiangular_tokens(10, 8, 1.0, 0.2, torch.Generator())
+    with pytest.raises(ValueError, match="p0 < q0"):
+        equiangular_tokens(4, 8, 1.0, 1.0, torch.Generator())
+
+
+@pytest.mark.parametrize(("kind", "f"), [("dyt", torch.tanh), ("derf", torch.erf)])
+def test_saturating_norms_match_their_formulas(kind, f):
+    module = SaturatingNorm(6, kind, alpha=0.7)
+    with torch.no_grad():
+        module.weight.copy_(torch.linspace(0.5, 2.0, 6))
+        module.bias.copy_(torch.linspace(-1.0, 1.0, 6))
+    x = torch.randn(3, 4, 6, generator=torch.Generator().manual_seed(0))
+    expected = torch.linspace(0.5, 2.0, 6) * f(0.7 * x) + torch.linspace(-1.0, 1.0, 6)
+    torch.testing.assert_close(module(x), expected)
+    assert module.alpha.requires_grad and module.alpha.numel() == 1
+
+
+def test_built_model_has_the_requested_structure():
+    spec = TINY.with_(norm="derf", alpha=0.8, attn_mult=1.0, mlp_mult=1.0)
+    plain, scaled = build_vit(spec, seed=5), build_vit(spec.with_(attn_mult=3, mlp_mult=2), 5)
+    assert not plain.training
+    assert isinstance(plain.norm, SaturatingNorm) and isinstance(plain.norm_pre, torch.nn.Identity)
+    d = spec.width
+    for a, b in zip(plain.blocks, scaled.blocks, strict=True):
+        assert isinstance(a.norm1, SaturatingNorm) and isinstance(a.norm2, SaturatingNorm)
+        assert not a.attn.fused_attn and isinstance(a.mlp.act, torch.nn.ReLU)
+        torch.testing.assert_close(b.attn.qkv.weight[: 2 * d], a.attn.qkv.weight[: 2 * d])
+        torch.testing.assert_close(b.attn.qkv.weight[2 * d :], 3 * a.attn.qkv.weight[2 * d :])
+        torch.testing.assert_close(b.attn.proj.weight, 3 * a.attn.proj.weight)
+        torch.testing.assert_close(b.mlp.fc1.weight, 2 * a.mlp.fc1.weight)
+        torch.testing.assert_close(b.mlp.fc2.weight, 2 * a.mlp.fc2.weight)
+    with pytest.raises(ValueError, match="positive alpha"):
+        build_vit(spec.with_(alpha=None), seed=0)
+
+
+def test_mean_field_constants_read_off_a_vit_b_match_the_spec():
+    spec = ViTSpec(width=768, heads=12, depth=2, img_size=224, patch_size=16)
+    mf = mean_field_from_model(build_vit(spec, seed=0))
+    assert mf.a == pytest.approx(0.094372, rel=0.01)
+    assert mf.m == pytest.approx(0.377487, rel=0.01)
+    assert mf.n_tokens == 196
+
+
+def test_theory_seeded_with_measured_statistics_tracks_a_small_vit():
+    """End-to-end check of the chain model -> input -> estimator -> seeded theory."""
+    from transformer_stability.apjn.kernels import norm_kernel
+    from transformer_stability.apjn.theory import backward_log_apjn, propagate_statistics
+
+    for norm, alpha in (("ln", None), ("derf", 1.0)):
+        spec = ViTSpec(
+            width=192,
+            heads=3,
+            depth=8,
+            img_size=64,
+            patch_size=16,
+            norm=norm,
+            alpha=alpha,
+            attn_mult=2.0,
+            mlp_mult=2.0,
+        )
+        model = build_vit(spec, seed=0).double()
+        x0 = torch.stack(
+            [
+                equiangular_tokens(17, 192, 1.0, 0.2, torch.Generator().manual_seed(s))
+                for s in range(2)
+            ]
+        )
+        blocks = model_blocks(model)
+        states = block_states(blocks, x0)
+        probes = gaussian_probes(states[-1], 4, torch.Generator().manual_seed(0))
+        measured = backward_apjn(blocks, x0, probes).mean(0).numpy()
+        mf = mean_field_from_model(model)
+        traj = propagate_statistics(norm_kernel(norm, alpha), mf, 1.0, 0.2, spec.depth)
+        theory = np.exp(backward_log_apjn(traj, mf))
+        assert measured[0] > 1.5
+        assert gmfe(measured[:-1], theory[:-1]) < 1.06, (norm, measured, theory)
+
+
+def test_gmfe_and_regions():
+    theory = np.linspace(1, 10, 9)
+    measured = theory * np.exp(np.array([0.1, -0.1, 0.1, 0.2, 0.2, -0.2, 0, 0, 0]))
+    assert gmfe(measured, theory) == pytest.approx(math.exp(0.1))
+    regions = region_gmfe(np.arange(9)[::-1].copy(), measured[::-1].copy(), theory[::-1].copy())
+    assert regions["shallow"] == pytest.approx(math.exp(0.1))
+    assert regions["middle"] == pytest.approx(math.exp(0.2))
+    assert regions["deep"] == pytest.approx(1.0)
+
+
+def _fake_cifar(root, n: int = 12) -> None:
+    folder = root / "cifar-100-python"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        batch = {
+            b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+            b"fine_labels": list(rng.integers(0, 100, n)),
+        }
+        with open(folder / split, "wb") as handle:
+            pickle.dump(batch, handle)
+
+
+def test_cifar100_is_read_from_a_local_copy(tmp_path):
+    _fake_cifar(tmp_path)
+    images, labels = read_cifar100(tmp_path, "test")
+    assert images.shape == (12, 32, 32, 3) and images.dtype == np.uint8
+    assert labels.shape == (12,)
+    with open(tmp_path / "cifar-100-python" / "test", "rb") as handle:
+        raw = pickle.load(handle)[b"data"]
+    np.testing.assert_array_equal(images[3, :, :, 1].ravel(), raw[3, 1024:2048])
+    batch = cifar100_images(tmp_path, count=4, size=48, seed=0)
+    assert batch.shape == (4, 3, 48, 48)
+    with pytest.raises(FileNotFoundError, match="apjn.images.cifar_root"):
+        read_cifar100(tmp_path / "missing")
+
+
+def test_bundled_images_are_reproducible_and_embed_into_block_zero():
+    first, again = bundled_images(3, 32, seed=1), bundled_images(3, 32, seed=1)
+    torch.testing.assert_close(first, again)
+    assert first.shape == (3, 3, 32, 32)
+    assert abs(float(first.mean())) < 1.0 and 0.3 < float(first.std()) < 3.0
+    model = build_vit(ViTSpec(width=16, heads=2, depth=1, img_size=32, patch_size=8), seed=0)
+    tokens = embed_images(model, first.float())
+    assert tokens.shape == (3, 17, 16)
