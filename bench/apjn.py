@@ -24,6 +24,7 @@ from transformer_stability.apjn.inputs import equiangular_tokens
 from transformer_stability.apjn.measure import (
     backward_apjn,
     backward_apjn_per_pair,
+    block_states,
     gaussian_probes,
     model_blocks,
 )
@@ -47,10 +48,13 @@ def _timed(fn: Callable[[], torch.Tensor], device: torch.device, repeats: int) -
     return best
 
 
-def _flops(fn: Callable[[], torch.Tensor]) -> int:
+def _estimator_flops(blocks: list, x: torch.Tensor) -> int:
+    """FLOPs of one all-blocks estimate: the counted forward over the stacked sample-probe
+    batch x, times 2 (the reverse pass asks only for activation cotangents, no weight
+    gradients, so it costs about one more forward)."""
     with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
+        block_states(blocks, x)
+    return 2 * counter.get_total_flops()
 
 
 def matmul_flops_per_second(device: torch.device, dtype: torch.dtype, n: int = 2048) -> float:
@@ -106,7 +110,7 @@ def main() -> None:
         t_fast = _timed(fast, device, args.repeats)
         t_slow = _timed(slow, device, repeats=1)
         diff = float(((fast() - slow()).abs() / slow().abs()).max())
-        rate = _flops(fast) / t_fast
+        rate = _estimator_flops(blocks, x0.repeat_interleave(args.probes, 0)) / t_fast
         print(
             f"| {depth} | {t_fast:.3f} | {t_slow:.2f} | {t_slow / t_fast:.1f}x "
             f"| {rate / 1e9:.1f} | {rate / peak:.0%} | {diff:.1e} |"
