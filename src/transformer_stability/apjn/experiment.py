@@ -30,7 +30,7 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import Variant, base_spec, variant_ids
+from transformer_stability.apjn.study import ID_COLUMNS, Variant, base_spec, variant_ids
 from transformer_stability.apjn.theory import (
     MeanField,
     backward_log_apjn,
@@ -41,38 +41,11 @@ from transformer_stability.device import resolve_device, resolve_dtype
 
 log = logging.getLogger(__name__)
 
-MEASURED_COLUMNS = [
-    "norm",
-    "alpha",
-    "attn_mult",
-    "mlp_mult",
-    "width",
-    "depth",
-    "input",
-    "sample",
-    "direction",
-    "source_block",
-    "block",
-    "apjn",
-    "apjn_theory",
-    "q",
-    "p",
-    "q_theory",
-    "p_theory",
-]
+MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "sample", "direction", "source_block",
+                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory"]  # fmt: skip
 AGREEMENT_COLUMNS = ["norm", "alpha", "input", "sample", "region", "gmfe", "direction"]
-END_TO_END_COLUMNS = [
-    "sweep",
-    "norm",
-    "alpha",
-    "attn_mult",
-    "mlp_mult",
-    "width",
-    "depth",
-    "sample",
-    "apjn",
-    "apjn_theory",
-]
+END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "sample", "apjn",
+                      "apjn_theory"]  # fmt: skip
 
 
 @dataclass(frozen=True)

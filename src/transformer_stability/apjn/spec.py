@@ -33,3 +33,10 @@ class ViTSpec:
 
     def with_(self, **changes) -> ViTSpec:
         return replace(self, **changes)
+
+    @classmethod
+    def from_config(cls, model: dict, **changes) -> ViTSpec:
+        """From a config `model` section (width, heads, depth, img_size, patch_size, mlp_ratio)
+        plus any other fields."""
+        keys = ("width", "heads", "depth", "img_size", "patch_size", "mlp_ratio")
+        return cls(**{key: model[key] for key in keys}, **changes)

@@ -27,15 +27,13 @@ log = logging.getLogger(__name__)
 
 NORM_LABELS = {"ln": "pre-LN", "derf": "Derf", "dyt": "DyT"}
 
-CURVE_COLUMNS = [
-    "norm", "alpha", "attn_mult", "mlp_mult", "width", "depth",
-    "direction", "source_block", "block", "apjn", "q", "p",
-]  # fmt: skip
-DEPTH_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult", "width", "depth", "apjn", "log_apjn"]
-ASYMPTOTIC_COLUMNS = [
-    "norm", "alpha", "attn_mult", "mlp_mult", "quantity", "fitted", "predicted",
-    "fit_intercept", "fit_min_depth", "fit_max_depth",
-]  # fmt: skip
+ID_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult"]
+"""The identifying columns every Study A table starts with (see variant_ids)."""
+CURVE_COLUMNS = [*ID_COLUMNS, "width", "depth", "direction", "source_block", "block", "apjn",
+                 "q", "p"]  # fmt: skip
+DEPTH_COLUMNS = [*ID_COLUMNS, "width", "depth", "apjn", "log_apjn"]
+ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "quantity", "fitted", "predicted", "fit_intercept",
+                      "fit_min_depth", "fit_max_depth"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,16 +95,8 @@ class ApjnStudy:
 
 def base_spec(apjn: dict[str, Any]) -> ViTSpec:
     """The configured model with pre-LN; variants swap norm and alpha."""
-    model = apjn["model"]
-    return ViTSpec(
-        width=model["width"],
-        heads=model["heads"],
-        depth=model["depth"],
-        img_size=model["img_size"],
-        patch_size=model["patch_size"],
-        mlp_ratio=model["mlp_ratio"],
-        attn_mult=apjn["attn_mult"],
-        mlp_mult=apjn["mlp_mult"],
+    return ViTSpec.from_config(
+        apjn["model"], attn_mult=apjn["attn_mult"], mlp_mult=apjn["mlp_mult"]
     )
 
 

@@ -29,26 +29,13 @@ from transformer_stability.apjn.inputs import (
 )
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import Variant, variant_ids
+from transformer_stability.apjn.study import ID_COLUMNS, Variant, variant_ids
 from transformer_stability.device import resolve_device
 
 log = logging.getLogger(__name__)
 
-TRAIN_COLUMNS = [
-    "norm",
-    "alpha",
-    "attn_mult",
-    "mlp_mult",
-    "width",
-    "depth",
-    "dataset",
-    "train_seed",
-    "steps",
-    "final_loss",
-    "train_accuracy",
-    "test_accuracy",
-    "diverged",
-]
+TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "dataset", "train_seed", "steps", "final_loss",
+                 "train_accuracy", "test_accuracy", "diverged"]  # fmt: skip
 TRAIN_FRACTION = 0.75  # texture crops above this fraction of the image height are for training
 TEXTURE_SCALE = 8  # images are resized so that their shorter side holds 8 crops
 
@@ -173,19 +160,6 @@ def train_one(
     }
 
 
-def _spec(cfg: dict[str, Any]) -> ViTSpec:
-    model = cfg["model"]
-    return ViTSpec(
-        width=model["width"],
-        heads=model["heads"],
-        depth=model["depth"],
-        img_size=model["img_size"],
-        patch_size=model["patch_size"],
-        mlp_ratio=model["mlp_ratio"],
-        relu=False,
-    )
-
-
 def _dataset(cfg: dict[str, Any], seed: int) -> Dataset:
     data = cfg["data"]
     if data["source"] == "cifar100":
@@ -198,7 +172,7 @@ def _dataset(cfg: dict[str, Any], seed: int) -> Dataset:
 def trainability(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
     """Final loss and accuracies for pre-LN and for Derf/DyT at every alpha_0 and multiplier."""
     cfg, torch_device = apjn["train"], resolve_device(device)
-    base, rows = _spec(cfg), []
+    base, rows = ViTSpec.from_config(cfg["model"], relu=False), []
     jobs = [(Variant("ln"), mult) for mult in cfg["mults"]]
     jobs += [
         (Variant(n, a), mult) for n in cfg["norms"] for a in cfg["alphas"] for mult in cfg["mults"]
