@@ -102,3 +102,9 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tmp_path):
     again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+    report = run_snakemake(tmp_path, "--configfile", TINY, "--report", "report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    for figure in FIGURES:
+        assert figure.split("/")[-1] in html

@@ -193,7 +193,7 @@ rule apjn_measured_figure:
     output:
         pdf=report(
             "results/figures/apjn_{figure}.pdf",
-            caption="../report/apjn_{figure}.rst",
+            caption="../report/apjn_measured_figure.rst",
             category="Study A: signal propagation",
             labels={"figure": "{figure}"},
         ),
