@@ -110,10 +110,9 @@ class Runner:
         """Build the model, feed the inputs into block 0, estimate the requested curves."""
         model = build_vit(spec, self.seed).to(self.device, self.dtype)
         if input_kind == "equiangular":
-            x0 = self.equiangular(spec)
+            x0 = self.equiangular(spec).to(self.device, self.dtype)
         else:
             x0 = embed_images(model, self.images_batch(spec).to(self.device, self.dtype))
-        x0 = x0.to(self.device, self.dtype)
         blocks = model_blocks(model)
         states = block_states(blocks, x0)
         stats = [token_statistics(s) for s in states]

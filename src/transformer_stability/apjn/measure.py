@@ -52,6 +52,13 @@ def _per_sample_mean(values: torch.Tensor, n_samples: int) -> torch.Tensor:
     return values.reshape(n_samples, -1, *values.shape[1:]).mean(dim=1)
 
 
+def _stack_probes(x: torch.Tensor, probes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs (S, N, d) and probes (S, P, N, d) -> (S*P, N, d) each, sample-major, so that row
+    i pairs sample i // P with its own probe."""
+    n_probes = probes.shape[1]
+    return x.repeat_interleave(n_probes, dim=0), probes.reshape(-1, *probes.shape[2:])
+
+
 def _chunks(total: int, size: int) -> list[slice]:
     return [slice(i, min(i + size, total)) for i in range(0, total, size)]
 
@@ -66,9 +73,8 @@ def backward_apjn(
 ) -> torch.Tensor:
     """J^{L,b} for b = 0..L, shape (S, L+1), averaged over the probes (S, P, N, d) placed at
     x^L. One reverse pass per probe: the cotangent reaching each retained x^b is J^{L,b}^T u."""
-    n_samples, n_probes = probes.shape[:2]
-    flat_x0 = x0.repeat_interleave(n_probes, dim=0)
-    flat_u = probes.reshape(-1, *probes.shape[2:])
+    n_samples = probes.shape[0]
+    flat_x0, flat_u = _stack_probes(x0, probes)
     out = torch.empty(flat_u.shape[0], len(blocks) + 1, dtype=torch.float64)
     for part in _chunks(flat_u.shape[0], chunk_size):
         with torch.enable_grad():
@@ -87,9 +93,9 @@ def backward_apjn_per_pair(
 ) -> torch.Tensor:
     """The naive baseline: one forward + VJP per source block b (O(L^2) block evaluations).
     Same probes, same estimator, same numbers as `backward_apjn`."""
-    n_samples, n_probes = probes.shape[:2]
-    states = block_states(blocks, x0.repeat_interleave(n_probes, dim=0))
-    flat_u = probes.reshape(-1, *probes.shape[2:])
+    n_samples = probes.shape[0]
+    flat_x0, flat_u = _stack_probes(x0, probes)
+    states = block_states(blocks, flat_x0)
     out = torch.ones(flat_u.shape[0], len(blocks) + 1, dtype=torch.float64)
     for b in range(len(blocks)):
         with torch.enable_grad():
@@ -112,9 +118,8 @@ def forward_apjn(
     """J^{b0+k, b0} for k = 0..len(blocks), shape (S, len(blocks)+1), where `blocks` are the
     blocks after the source b0 and x_source = x^{b0}; probes (S, P, N, d) are tangents at x^{b0}.
     One forward-mode pass per probe carries J v through every block."""
-    n_samples, n_probes = probes.shape[:2]
-    flat_x = x_source.repeat_interleave(n_probes, dim=0)
-    flat_v = probes.reshape(-1, *probes.shape[2:])
+    n_samples = probes.shape[0]
+    flat_x, flat_v = _stack_probes(x_source, probes)
     out = torch.ones(flat_v.shape[0], len(blocks) + 1, dtype=torch.float64)
     for part in _chunks(flat_v.shape[0], chunk_size):
         with fwad.dual_level():
