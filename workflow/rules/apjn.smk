@@ -48,6 +48,7 @@ rule apjn_theory_curves_figure:
         png="results/figures/apjn_theory_curves.png",
     log:
         "results/logs/apjn/theory_curves_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -69,6 +70,7 @@ rule apjn_depth_scaling_figure:
         png="results/figures/apjn_depth_scaling.png",
     log:
         "results/logs/apjn/depth_scaling_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -170,6 +172,7 @@ rule apjn_agreement:
         "results/apjn/agreement.csv",
     log:
         "results/logs/apjn/agreement.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -202,6 +205,7 @@ rule apjn_measured_figure:
         "results/logs/apjn/{figure}_figure.log",
     wildcard_constraints:
         figure="|".join(APJN_FIGURE_TABLES),
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     params:

@@ -50,6 +50,7 @@ rule counting_rates:
         rates="results/counting/rates.csv",
     log:
         "results/logs/counting/rates.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     params:
@@ -72,6 +73,7 @@ rule counting_geometry_figure:
         png="results/figures/counting_geometry.png",
     log:
         "results/logs/counting/geometry_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -92,6 +94,7 @@ rule counting_bmin_figure:
         png="results/figures/counting_bmin.png",
     log:
         "results/logs/counting/bmin_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -111,6 +114,7 @@ rule counting_training_figure:
         png="results/figures/counting_training.png",
     log:
         "results/logs/counting/training_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -133,6 +137,7 @@ rule counting_constrained_figure:
         png="results/figures/counting_constrained.png",
     log:
         "results/logs/counting/constrained_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -154,6 +159,7 @@ rule counting_exponents_figure:
         table="results/figures/counting_exponents.csv",
     log:
         "results/logs/counting/exponents_figure.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
