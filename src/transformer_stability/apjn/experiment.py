@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from transformer_stability.apjn.theory import (
     forward_log_apjn,
     propagate_statistics,
 )
+from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
 from transformer_stability.device import resolve_device, resolve_dtype
 
 log = logging.getLogger(__name__)
@@ -179,23 +181,41 @@ def _sample_curves(
     ]
 
 
-def measured_curves(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
+def _variant_curves(
+    runner: Runner, spec: ViTSpec, variant: Variant, kind: str, source: int
+) -> pd.DataFrame:
+    """Measured curves of one variant on one input kind, every sample, theory beside."""
+    model_spec = spec.with_(norm=variant.norm, alpha=variant.alpha)
+    measurement = runner.measure(model_spec, kind, source)
+    frames = [
+        frame.assign(input=kind, sample=sample)
+        for sample in range(measurement.backward.shape[0])
+        for frame in _sample_curves(variant, model_spec, measurement, sample, source)
+    ]
+    log.info(
+        "%s on %s input: J^{L,0} = %.4g", variant.label, kind, measurement.backward[:, 0].mean()
+    )
+    return pd.concat(frames, ignore_index=True)
+
+
+def measured_curves(
+    apjn: dict[str, Any], device: str, seed: int, checkpoint: Checkpoint | None = None
+) -> pd.DataFrame:
     """Every variant on equiangular input (forward from block 0) and on images (forward from
-    images.forward_source_block), per sample, with the seeded theory beside each point."""
+    images.forward_source_block), per sample, with the seeded theory beside each point.
+    Each (variant, input) measurement is one checkpoint item."""
     runner, spec = Runner.from_config(apjn, device, seed), base_spec(apjn)
+    checkpoint = checkpoint or NoCheckpoint()
     variants = [Variant(v["norm"], v.get("alpha")) for v in apjn["variants"]]
     inputs = {"equiangular": 0, "images": apjn["images"]["forward_source_block"]}
-    frames = []
     jobs = [(v, kind) for v in variants for kind in inputs]
-    for variant, kind in tqdm(jobs, desc="APJN curves", mininterval=5.0):
-        model_spec = spec.with_(norm=variant.norm, alpha=variant.alpha)
-        measurement = runner.measure(model_spec, kind, inputs[kind])
-        for sample in range(measurement.backward.shape[0]):
-            for frame in _sample_curves(variant, model_spec, measurement, sample, inputs[kind]):
-                frames.append(frame.assign(input=kind, sample=sample))
-        log.info(
-            "%s on %s input: J^{L,0} = %.4g", variant.label, kind, measurement.backward[:, 0].mean()
+    frames = [
+        checkpoint.cached(
+            f"{i}-{variant.label}-{kind}",
+            partial(_variant_curves, runner, spec, variant, kind, inputs[kind]),
         )
+        for i, (variant, kind) in enumerate(tqdm(jobs, desc="APJN curves", mininterval=5.0))
+    ]
     return pd.concat(frames, ignore_index=True)[MEASURED_COLUMNS]
 
 
@@ -250,9 +270,19 @@ def _forward_only(runner: Runner, spec: ViTSpec) -> Measurement:
     return runner.measure(spec, "equiangular", forward_source=0, backward=False)
 
 
-def sensitivity(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
-    """J^{L,0} vs alpha_0 (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf)."""
+def _end_to_end_job(
+    runner: Runner, model: ViTSpec, variant: Variant, sweep: str, depths: list[int]
+) -> pd.DataFrame:
+    return _end_to_end(_forward_only(runner, model), model, variant, sweep, depths)
+
+
+def sensitivity(
+    apjn: dict[str, Any], device: str, seed: int, checkpoint: Checkpoint | None = None
+) -> pd.DataFrame:
+    """J^{L,0} vs alpha_0 (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf); each model
+    is one checkpoint item."""
     runner, spec = _sweep_runner(apjn, device, seed), base_spec(apjn)
+    checkpoint = checkpoint or NoCheckpoint()
     cfg = apjn["sensitivity"]
     jobs: list[tuple[str, ViTSpec, Variant]] = []
     for norm in ("derf", "dyt"):
@@ -265,21 +295,32 @@ def sensitivity(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
                 model = spec.with_(norm=variant.norm, alpha=variant.alpha, **mults)
                 jobs.append((sweep, model, variant))
     frames = [
-        _end_to_end(_forward_only(runner, model), model, variant, sweep, [model.depth])
-        for sweep, model, variant in tqdm(jobs, desc="sensitivity", mininterval=5.0)
+        checkpoint.cached(
+            f"{i}-{sweep}-{variant.label}",
+            partial(_end_to_end_job, runner, model, variant, sweep, [model.depth]),
+        )
+        for i, (sweep, model, variant) in enumerate(tqdm(jobs, desc="sensitivity", mininterval=5.0))
     ]
     return pd.concat(frames, ignore_index=True)[END_TO_END_COLUMNS]
 
 
-def depth_points(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
+def depth_points(
+    apjn: dict[str, Any], device: str, seed: int, checkpoint: Checkpoint | None = None
+) -> pd.DataFrame:
     """Measured end-to-end J^{L,0} for L = 1..max_depth from one model of depth max_depth per
-    variant (forward curve from block 0)."""
+    variant (forward curve from block 0); each variant is one checkpoint item."""
     runner, spec = _sweep_runner(apjn, device, seed), base_spec(apjn)
+    checkpoint = checkpoint or NoCheckpoint()
     max_depth = apjn["depth_scaling"]["max_depth"]
+    depths = list(range(1, max_depth + 1))
     frames = []
-    for v in tqdm(apjn["variants"], desc="depth scaling", mininterval=5.0):
+    for i, v in enumerate(tqdm(apjn["variants"], desc="depth scaling", mininterval=5.0)):
         variant = Variant(v["norm"], v.get("alpha"))
         model = spec.with_(norm=variant.norm, alpha=variant.alpha, depth=max_depth)
-        m = _forward_only(runner, model)
-        frames.append(_end_to_end(m, model, variant, "depth", list(range(1, max_depth + 1))))
+        frames.append(
+            checkpoint.cached(
+                f"{i}-{variant.label}",
+                partial(_end_to_end_job, runner, model, variant, "depth", depths),
+            )
+        )
     return pd.concat(frames, ignore_index=True)[END_TO_END_COLUMNS]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from transformer_stability.apjn.inputs import (
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.study import ID_COLUMNS, Variant, variant_ids
+from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
 from transformer_stability.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -169,9 +171,13 @@ def _dataset(cfg: dict[str, Any], seed: int) -> Dataset:
     )
 
 
-def trainability(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
-    """Final loss and accuracies for pre-LN and for Derf/DyT at every alpha_0 and multiplier."""
+def trainability(
+    apjn: dict[str, Any], device: str, seed: int, checkpoint: Checkpoint | None = None
+) -> pd.DataFrame:
+    """Final loss and accuracies for pre-LN and for Derf/DyT at every alpha_0 and multiplier;
+    each training run is one checkpoint item."""
     cfg, torch_device = apjn["train"], resolve_device(device)
+    checkpoint = checkpoint or NoCheckpoint()
     base, rows = ViTSpec.from_config(cfg["model"], relu=False), []
     jobs = [(Variant("ln"), mult) for mult in cfg["mults"]]
     jobs += [
@@ -179,9 +185,14 @@ def trainability(apjn: dict[str, Any], device: str, seed: int) -> pd.DataFrame:
     ]
     data = _dataset(cfg, seed)
     for run_seed in range(seed, seed + cfg["seeds"]):
-        for variant, mult in tqdm(jobs, desc=f"training (seed {run_seed})", mininterval=5.0):
+        for i, (variant, mult) in enumerate(
+            tqdm(jobs, desc=f"training (seed {run_seed})", mininterval=5.0)
+        ):
             spec = base.with_(norm=variant.norm, alpha=variant.alpha, attn_mult=mult, mlp_mult=mult)
-            result = train_one(spec, data, cfg, run_seed, torch_device)
+            result = checkpoint.cached(
+                f"seed{run_seed}-{i}-{variant.label}-mult{mult:g}",
+                partial(train_one, spec, data, cfg, run_seed, torch_device),
+            )
             log.info("%s mult=%g seed=%d: %s", variant.label, mult, run_seed, result)
             rows.append(
                 {
