@@ -13,6 +13,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/apjn.smk"
+include: "workflow/rules/numerics.smk"
 include: "workflow/rules/counting.smk"
 
 

@@ -107,7 +107,46 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
             "patch_size must divide img_size and heads must divide width",
         ),
     ]
+    checks += _numerics_checks(config["numerics"])
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
+
+
+_GPT2_NAMED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
+
+
+def numerics_model_name(weights: str, size: str) -> str:
+    """How tables and file names call a Study N model, e.g. 'random-gpt2'."""
+    return f"{weights}-{size}"
+
+
+def _numerics_checks(numerics: dict[str, Any]) -> list[tuple[bool, str, str]]:
+    """Model entries: unique names, a complete custom shape, no pretrained custom shapes."""
+    checks = []
+    names = [numerics_model_name(m["weights"], m["size"]) for m in numerics["models"]]
+    for i, entry in enumerate(numerics["models"]):
+        key = f"numerics.models[{i}]"
+        shape = [entry["layers"], entry["width"], entry["heads"]]
+        named = entry["size"] in _GPT2_NAMED
+        checks += [
+            (names.count(names[i]) == 1, key, f"a second model is named {names[i]!r}"),
+            (
+                named or entry["weights"] == "pretrained" or None not in shape,
+                f"{key}.size",
+                f"{entry['size']!r} is not one of {', '.join(_GPT2_NAMED)}; "
+                "a custom size needs layers, width and heads",
+            ),
+            (
+                None in shape or shape[1] % shape[2] == 0,
+                f"{key}.heads",
+                f"{entry['heads']} does not divide {key}.width = {entry['width']}",
+            ),
+            (
+                entry["weights"] == "pretrained" or entry["source"] is None,
+                f"{key}.source",
+                "a source is only read for pretrained weights",
+            ),
+        ]
+    return checks
 
 
 def load_schema(path: str | Path) -> dict[str, Any]:

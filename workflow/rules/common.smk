@@ -1,7 +1,12 @@
 # Config validation and the list of figure targets, shared by every study module.
 from snakemake.exceptions import WorkflowError
 
-from transformer_stability.config import ConfigError, load_schema, validate_config
+from transformer_stability.config import (
+    ConfigError,
+    load_schema,
+    numerics_model_name,
+    validate_config,
+)
 
 try:
     validate_config(
@@ -21,6 +26,19 @@ STUDY_FIGURES = {
         "results/figures/apjn_sensitivity.pdf",
         "results/figures/apjn_token_stats.pdf",
         "results/figures/apjn_trainability.pdf",
+    ],
+    "numerics": [
+        f"results/figures/numerics_{figure}.pdf"
+        for figure in (
+            "errors",
+            "stream",
+            "alpha",
+            "weights",
+            "norms",
+            "softmax",
+            "lipschitz",
+            "recursion",
+        )
     ],
     "counting": [
         "results/figures/counting_geometry.pdf",
@@ -45,3 +63,24 @@ APJN_MODEL_KEYS = ("model", "attn_mult", "mlp_mult", "input")
 def apjn_params(*keys):
     """The given sections of config['apjn'], as a rule's params."""
     return {key: config["apjn"][key] for key in keys}
+
+
+# Study N: one heavy GPT-2 job per configured model; each figure reads one table.
+NUMERICS_MODELS = [
+    numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
+]
+NUMERICS_FIGURE_DATA = {
+    "errors": "results/numerics/gpt2_errors.csv",
+    "stream": "results/numerics/gpt2_errors.csv",
+    "alpha": "results/numerics/gpt2_errors.csv",
+    "weights": "results/numerics/gpt2_weights.csv",
+    "norms": "results/numerics/norms.csv",
+    "softmax": "results/numerics/softmax.csv",
+    "lipschitz": "results/numerics/lipschitz.csv",
+    "recursion": "results/numerics/gpt2_recursion.csv",
+}
+
+
+def numerics_params(*keys):
+    """The given sections of config['numerics'], as a rule's params."""
+    return {key: config["numerics"][key] for key in keys}

@@ -1,0 +1,273 @@
+"""Study N figures N1–N8: one function per figure, each reading one tidy table."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from transformer_stability.plotting import set_style
+
+_ALPHA_CMAP = "viridis"
+_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
+_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
+
+
+def _alpha_colors(alphas) -> tuple[dict, plt.cm.ScalarMappable]:
+    alphas = sorted(set(alphas))
+    norm = LogNorm(min(alphas), max(alphas)) if len(alphas) > 1 else None
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=_ALPHA_CMAP)
+    if norm is None:
+        return {alphas[0]: plt.get_cmap(_ALPHA_CMAP)(0.5)}, mappable
+    return {a: mappable.to_rgba(a) for a in alphas}, mappable
+
+
+def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, sharey="row"):
+    fig, axes = plt.subplots(
+        len(rows),
+        len(cols),
+        figsize=(width * len(cols), height * len(rows)),
+        squeeze=False,
+        sharex=True,
+        sharey=sharey,
+        constrained_layout=True,
+    )
+    return fig, axes
+
+
+def errors_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
+    """N1: relative error along the residual adds; p50 line, p25–p75 and p01–p99 bands."""
+    set_style()
+    data = table[table.metric == metric]
+    models, precisions = sorted(data.model.unique()), list(dict.fromkeys(data.precision))
+    colors, mappable = _alpha_colors(data.alpha)
+    fig, axes = _grid(models, precisions)
+    for (r, model), (c, precision) in _pairs(models, precisions):
+        ax = axes[r, c]
+        for alpha, run in data[(data.model == model) & (data.precision == precision)].groupby(
+            "alpha"
+        ):
+            run = run.sort_values("checkpoint")
+            k = run.checkpoint
+            ax.fill_between(k, run.p01, run.p99, color=colors[alpha], alpha=0.08, lw=0)
+            ax.fill_between(k, run.p25, run.p75, color=colors[alpha], alpha=0.25, lw=0)
+            ax.plot(k, run.p50, color=colors[alpha], lw=1.3)
+        ax.set_yscale("log")
+        ax.set_title(f"{model}, {precision}", fontsize=9)
+        if r == len(models) - 1:
+            ax.set_xlabel("residual add (attn, mlp, ...)")
+        if c == 0:
+            ax.set_ylabel(f"{metric}  ‖Δ_t‖∞ / ‖h_t‖∞" if metric == "rel_linf" else metric)
+    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    return fig
+
+
+def _pairs(rows: list, cols: list):
+    return [((r, a), (c, b)) for r, a in enumerate(rows) for c, b in enumerate(cols)]
+
+
+def stream_figure(table: pd.DataFrame) -> Figure:
+    """N2: residual-stream size (median over tokens, min over tokens) along depth, per α."""
+    set_style()
+    data = table[table.metric.isin(["stream_median_l2", "stream_min_l2"])]
+    data = data[data.precision == data.precision.iloc[0]]  # the reference holds the stream
+    models = sorted(data.model.unique())
+    colors, mappable = _alpha_colors(data.alpha)
+    fig, axes = _grid(models, ["stream_median_l2", "stream_min_l2"], width=4.2)
+    for (r, model), (c, metric) in _pairs(models, ["stream_median_l2", "stream_min_l2"]):
+        ax = axes[r, c]
+        subset = data[(data.model == model) & (data.metric == metric)]
+        for alpha, run in subset.groupby("alpha"):
+            run = run.sort_values("checkpoint")
+            ax.plot(run.checkpoint, run.p50, color=colors[alpha], marker=".", ms=3)
+        ax.set_yscale("log")
+        label = "median_t" if metric == "stream_median_l2" else "min_t"
+        ax.set_title(f"{model}: {label} ‖h_t‖₂ (median over sequences)", fontsize=9)
+        ax.set_xlabel("residual add")
+    axes[0, 0].set_ylabel("stream size ‖h_t‖₂")
+    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    return fig
+
+
+def alpha_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
+    """N3: error at the last residual add against α, one line per precision (log–log)."""
+    set_style()
+    data = table[table.metric == metric]
+    last = data[data.checkpoint == data.checkpoint.max()]
+    models = sorted(last.model.unique())
+    fig, axes = plt.subplots(
+        1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False, constrained_layout=True
+    )
+    for ax, model in zip(axes[0], models, strict=True):
+        for precision, run in last[last.model == model].groupby("precision", sort=False):
+            run = run.sort_values("alpha")
+            (line,) = ax.plot(run.alpha, run.p50, marker="o", ms=4, label=precision)
+            ax.fill_between(run.alpha, run.p25, run.p75, color=line.get_color(), alpha=0.2, lw=0)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="residual scaling α",
+            title=f"{model}: last residual add (p50, p25–p75)",
+        )
+        ax.set_ylabel(f"{metric} at the output")
+        ax.legend(title="precision", fontsize=8)
+    return fig
+
+
+def weights_figure(table: pd.DataFrame) -> Figure:
+    """N4: ω_OV, ω_UD (and ω_KQ) per block, one line per model."""
+    set_style()
+    quantities = ["omega_ov", "omega_ud", "omega_kq"]
+    labels = {
+        "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
+        "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
+        "omega_kq": "ω_KQ",
+    }
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    for ax, quantity in zip(axes, quantities, strict=True):
+        for model, run in table[table.quantity == quantity].groupby("model"):
+            ax.plot(run.block, run.value, marker="o", ms=3, label=model)
+        ax.set(yscale="log", xlabel="block", title=labels[quantity])
+        ax.legend(fontsize=8)
+    return fig
+
+
+def norms_figure(table: pd.DataFrame) -> Figure:
+    """N5: LayerNorm vs RMSNorm against the outlier size M: conditions, errors and bounds."""
+    set_style()
+    med = table.groupby(["norm", "mantissa_bits", "outlier", "metric"]).value.median()
+    med = med.unstack("metric").reset_index()
+    med["outlier_plot"] = med.outlier.where(med.outlier > 0, med.outlier[med.outlier > 0].min() / 3)
+    panels = [
+        ("kappa_bulk", "kappa_normwise", "condition: bulk κ / spread (dotted: normwise κ)"),
+        ("err_normwise", "bound_normwise", "normwise error ‖ŷ−y‖₂/‖y‖₂"),
+        ("err_comp_median", "bound_comp_median", "bulk coords: median |ŷ_i−y_i|/|y_i|"),
+        ("err_bulk", "bound_bulk", "bulk coords: max |ŷ_i−y_i| / bulk spread"),
+    ]
+    bits = sorted(med.mantissa_bits.unique())
+    fig, axes = plt.subplots(
+        len(bits),
+        len(panels),
+        figsize=(15, 3.2 * len(bits)),
+        squeeze=False,
+        sharex=True,
+        constrained_layout=True,
+    )
+    for r, b in enumerate(bits):
+        for c, (ax, (first, second, title)) in enumerate(zip(axes[r], panels, strict=True)):
+            for norm, run in med[med.mantissa_bits == b].groupby("norm"):
+                run = run.sort_values("outlier")
+                color = _NORM_COLORS[norm]
+                kind = ("", ":") if c == 0 else (" measured", "--")
+                ax.plot(
+                    run.outlier_plot,
+                    run[first],
+                    marker="o",
+                    ms=3,
+                    color=color,
+                    label=f"{norm}{kind[0]}",
+                )
+                ax.plot(
+                    run.outlier_plot,
+                    run[second],
+                    ls=kind[1],
+                    color=color,
+                    label=None if c == 0 else f"{norm} bound",
+                )
+            ax.set(xscale="log", yscale="log")
+            ax.set_title(f"{title}  (m = {b})", fontsize=9)
+        axes[r, 1].legend(fontsize=7)
+        axes[r, 0].legend(fontsize=7)
+    fig.supxlabel("outlier magnitude M of x = M·e₀ + z (M = 0 drawn at the left edge)")
+    return fig
+
+
+def softmax_figure(table: pd.DataFrame) -> Figure:
+    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset."""
+    set_style()
+    med = table.groupby(["sweep", "mode", "metric", "p_max", "offset"])[["measured", "bound"]]
+    med = med.median().reset_index()
+    sink, offset = med[med.sweep == "sink"], med[med.sweep == "offset"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), constrained_layout=True)
+    prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
+    gain = prop[prop.metric == "l1_gain"]
+    exact = prop[prop.metric == "jacobian_abs_sum"]
+    ax = axes[0]
+    ax.plot(1 - gain.p_max, gain.measured, "o", color="tab:green", label="‖Δp‖₁/η measured")
+    ax.plot(1 - exact.p_max, exact.measured, "-", color="black", label="Σ|J_ij| = 2(1−Σp²)")
+    ax.plot(1 - gain.p_max, gain.bound, "--", color="tab:gray", label="bound 2(1−p_max²)")
+    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="logit errors carried through")
+    for ax, data, x, xlabel, metric, title in [
+        (axes[1], sink, "p_max", "1 − p_max", "l1_abs", "evaluation: ‖p̂ − p‖₁"),
+        (axes[2], offset, "offset", "logit offset c", "max_rel", "evaluation: max_i |p̂_i−p_i|/p_i"),
+    ]:
+        for mode in ("unshifted", "shifted"):
+            run = data[(data["mode"] == mode) & (data.metric == metric)].sort_values(x)
+            xs = 1 - run[x] if x == "p_max" else run[x]
+            ax.plot(xs, run.measured, "o-", color=_MODE_COLORS[mode], ms=4, label=f"{mode}")
+            ax.plot(xs, run.bound, "--", color=_MODE_COLORS[mode], label=f"{mode} bound")
+        ax.set(yscale="log", xlabel=xlabel, title=title)
+        if x == "p_max":
+            ax.set_xscale("log")
+    for ax in axes:
+        ax.legend(fontsize=7)
+        ax.title.set_fontsize(10)
+    bits = int(table.mantissa_bits.iloc[0])
+    fig.suptitle(f"softmax evaluated with m = {bits} mantissa bits (median over rows)", fontsize=10)
+    return fig
+
+
+def lipschitz_figure(table: pd.DataFrame) -> Figure:
+    """N7: Lipschitz estimates of self-attention and both bounds against length n."""
+    set_style()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    titles = {
+        "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2(1−p_max²)ω_KQ R²)"),
+        "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n"),
+    }
+    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
+        data = table[table.norm == norm]
+        stats = data.groupby("seq_len")[["estimate", "bound"]].median().reset_index()
+        ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
+        ax.plot(
+            stats.seq_len, stats.estimate, "o-", color="tab:blue", label="power-iteration estimate"
+        )
+        ax.plot(stats.seq_len, stats.bound, "s--", color="tab:red", label=bound_label)
+        ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("local Lipschitz constant")
+    return fig
+
+
+def recursion_figure(table: pd.DataFrame) -> Figure:
+    """N8: first-order worst-case bound vs measured max error along depth, per precision; the
+    last column shows the per-step growth factor 1 + α·ω_k·Lip_k, which no longer depends on α
+    once the stream is residual-dominated."""
+    set_style()
+    models, precisions = sorted(table.model.unique()), list(dict.fromkeys(table.precision))
+    colors, mappable = _alpha_colors(table.alpha)
+    fig, axes = _grid(models, [*precisions, "growth"], width=3.4, sharey=False)
+    for (r, model), (c, precision) in _pairs(models, [*precisions, "growth"]):
+        ax = axes[r, c]
+        chosen = precisions[0] if precision == "growth" else precision
+        subset = table[(table.model == model) & (table.precision == chosen)]
+        for alpha, run in subset.groupby("alpha"):
+            run = run.sort_values("checkpoint")
+            if precision == "growth":
+                ax.plot(run.checkpoint, run.growth, color=colors[alpha], marker=".", ms=3)
+                continue
+            ax.plot(run.checkpoint, run.measured, color=colors[alpha], lw=1.3)
+            ax.plot(run.checkpoint, run.bound, color=colors[alpha], lw=1, ls="--")
+        ax.set_yscale("log")
+        ax.set_title(
+            "growth 1 + α·ω·Lip per add" if precision == "growth" else f"{model}, {precision}",
+            fontsize=9,
+        )
+        if r == len(models) - 1:
+            ax.set_xlabel("residual add")
+        if c == 0:
+            ax.set_ylabel("max_t ‖Δ_t‖∞")
+    fig.suptitle("solid: measured error, dashed: first-order worst-case bound", fontsize=9)
+    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    return fig

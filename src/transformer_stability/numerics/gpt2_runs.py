@@ -1,0 +1,206 @@
+"""The GPT-2 residual-scaling experiment: test formats against a float64 reference.
+
+For each (α, precision) the embedded input is computed once in float32, brought into the test
+format and handed identically to the test run and to the float64 reference, which holds the
+very numbers the test format stores (upcast exactly). Both runs advance block by block, so the
+error at every residual add is measured without keeping the whole stream in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+from transformers import GPT2LMHeadModel
+
+from transformer_stability.numerics.gpt2 import (
+    BlockWeights,
+    Checkpoint,
+    GPT2Spec,
+    embed,
+    residual_stream,
+    stored_blocks,
+)
+from transformer_stability.numerics.metrics import (
+    ERROR_METRICS,
+    activation_lipschitz,
+    layer_norm_lipschitz,
+    quantiles,
+    stream_sizes,
+    token_errors,
+    weight_magnitudes,
+)
+from transformer_stability.numerics.rounding import Precision
+
+log = logging.getLogger(__name__)
+REFERENCE = Precision.parse("fp64")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    alphas: tuple[float, ...]
+    precisions: tuple[str, ...]
+    seq_len: int
+    sequences: int
+    batch: int
+    seed: int
+
+
+def token_ids(vocab: int, sequences: int, seq_len: int, seed: int) -> torch.Tensor:
+    """Synthetic token ids, uniform over the vocabulary (the offline default input)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(vocab, (sequences, seq_len), generator=generator)
+
+
+def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
+    """ω_OV, ω_UD, ω_KQ per block (α = 1, float32 weights), long format."""
+    rows = []
+    for block in stored_blocks(model, Precision.parse("fp32"), 1.0, torch.device("cpu")):
+        rows.append(weight_magnitudes(block))
+    table = pd.DataFrame(rows).rename_axis("block").reset_index()
+    table = table.melt(id_vars="block", var_name="quantity", value_name="value")
+    return table.assign(weights=spec.weights, model=spec.name)
+
+
+class _Accumulator:
+    """Per-checkpoint token errors, stream sizes and the recursion's inputs, over batches."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[int, str, str], list[np.ndarray]] = defaultdict(list)
+        self.maxima: dict[tuple[int, str, str], float] = defaultdict(float)
+
+    def add(self, key: tuple[int, str], name: str, values: torch.Tensor) -> None:
+        self.values[(*key, name)].append(values.flatten().cpu().numpy())
+
+    def worst(self, key: tuple[int, str], name: str, value: torch.Tensor) -> None:
+        self.maxima[(*key, name)] = max(self.maxima[(*key, name)], float(value.max()))
+
+    def quantile_rows(self) -> list[dict]:
+        return [
+            {"checkpoint": k, "kind": kind, "metric": name, **quantiles(np.concatenate(v))}
+            for (k, kind, name), v in self.values.items()
+        ]
+
+
+def _observe(
+    acc: _Accumulator,
+    ref: Checkpoint,
+    test: Checkpoint,
+    previous: torch.Tensor,
+    block: BlockWeights,
+) -> None:
+    key = (ref.index, ref.kind)
+    errors = token_errors(test.stream, ref.stream)
+    for name in ERROR_METRICS:
+        acc.add(key, name, errors[name])
+    for name, values in stream_sizes(ref.stream).items():
+        acc.add(key, name, values)
+    gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
+    acc.worst(key, "measured", errors["abs_linf"])
+    acc.worst(key, "ln_lipschitz", layer_norm_lipschitz(previous, gain, block.eps))
+    acc.worst(key, "stream_linf", ref.stream.abs().amax(dim=-1))
+    acc.worst(key, "normed_linf", ref.normed.abs().amax(dim=-1))
+
+
+def _run_group(
+    model: GPT2LMHeadModel,
+    ids: torch.Tensor,
+    precisions: list[Precision],
+    alpha: float,
+    settings: RunSettings,
+    device: torch.device,
+) -> dict[str, _Accumulator]:
+    """Test runs that store the same numbers (one storage dtype) share one float64 reference."""
+    storage = precisions[0]
+    tests = [stored_blocks(model, p, alpha, device) for p in precisions]
+    ref_blocks = [block.cast(REFERENCE) for block in tests[0]]
+    accs = {p.name: _Accumulator() for p in precisions}
+    with torch.no_grad():
+        for batch in ids.split(settings.batch):
+            h0 = storage.store(embed(model, batch.to(device)).float())
+            previous = h0.to(torch.float64)
+            streams = [residual_stream(b, h0, p) for b, p in zip(tests, precisions, strict=True)]
+            for ref, *outs in zip(
+                residual_stream(ref_blocks, previous, REFERENCE), *streams, strict=True
+            ):
+                for precision, test in zip(precisions, outs, strict=True):
+                    _observe(accs[precision.name], ref, test, previous, ref_blocks[ref.block])
+                previous = ref.stream
+    return accs
+
+
+def recursion_bound(
+    maxima: pd.DataFrame, omegas: pd.DataFrame, alpha: float, precision: Precision, dims: dict
+) -> pd.DataFrame:
+    """The first-order error recursion along the residual adds, worst case over tokens.
+
+    e_k = (1 + α·ω_k·Lip_k)·e_{k−1} + r_k with Lip_k the LayerNorm (× activation) Lipschitz
+    bound ∝ c/σ(h_{k−1}) and r_k = u‖h_k‖∞ + α·γ_n·ω_k·‖LN(h_{k−1})‖∞, γ_n = n·u, n the
+    sublayer's longest inner product. ω_k is ω_OV after attention and ω_UD after the MLP. The
+    spec writes r_k ≲ u(‖h‖ + αγ_nω‖LN(h)‖); γ_n already carries u, so we read it as above.
+    The recursion freezes the attention pattern (no ω_KQ term), as the spec's form does.
+    """
+    u = precision.unit_roundoff
+    bound, rows = 0.0, []
+    for row in maxima.sort_values("checkpoint").itertuples():
+        block = (row.checkpoint - 1) // 2
+        attn = row.kind == "attn"
+        omega = omegas.loc[block, "omega_ov" if attn else "omega_ud"]
+        lipschitz = row.ln_lipschitz * (1.0 if attn else dims["act_lipschitz"])
+        inner = max(dims["width"], dims["seq_len"]) if attn else 4 * dims["width"]
+        local = u * row.stream_linf + alpha * inner * u * omega * row.normed_linf
+        bound = (1 + alpha * omega * lipschitz) * bound + local
+        rows.append(
+            {
+                "checkpoint": row.checkpoint,
+                "kind": row.kind,
+                "measured": row.measured,
+                "bound": bound,
+                "growth": 1 + alpha * omega * lipschitz,
+                "local": local,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run_gpt2(
+    model: GPT2LMHeadModel, spec: GPT2Spec, settings: RunSettings, device: torch.device
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(errors, recursion, weights) tables of every (α, precision) for one model."""
+    ids = token_ids(model.config.vocab_size, settings.sequences, settings.seq_len, settings.seed)
+    weights = weights_table(model, spec)
+    omegas = weights.pivot(index="block", columns="quantity", values="value")
+    model = model.to(device)
+    dims = {
+        "width": model.config.n_embd,
+        "seq_len": settings.seq_len,
+        "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
+    }
+    groups: dict[torch.dtype, list[Precision]] = defaultdict(list)
+    for name in settings.precisions:
+        precision = Precision.parse(name)
+        groups[precision.storage].append(precision)
+    errors, recursion = [], []
+    runs = [(alpha, group) for alpha in settings.alphas for group in groups.values()]
+    for alpha, group in tqdm(runs, desc=f"{spec.name} (alpha, storage)", mininterval=5):
+        accs = _run_group(model, ids, group, alpha, settings, device)
+        for precision in group:
+            acc = accs[precision.name]
+            labels = {"precision": precision.name, "alpha": alpha}
+            errors.append(pd.DataFrame(acc.quantile_rows()).assign(**labels))
+            maxima = pd.Series(acc.maxima).unstack()
+            maxima = maxima.rename_axis(["checkpoint", "kind"]).reset_index()
+            bound = recursion_bound(maxima, omegas, alpha, precision, dims)
+            recursion.append(bound.assign(**labels))
+        log.info("%s alpha=%g %s done", spec.name, alpha, ", ".join(p.name for p in group))
+    ids_columns = {"weights": spec.weights, "model": spec.name}
+    return (
+        pd.concat(errors, ignore_index=True).assign(**ids_columns),
+        pd.concat(recursion, ignore_index=True).assign(**ids_columns),
+        weights,
+    )

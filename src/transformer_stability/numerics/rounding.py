@@ -1,0 +1,102 @@
+"""Number formats for the test runs: torch dtypes and emulated m-bit mantissas.
+
+Every format follows one rule for matrix products: inputs held in the storage format, products
+accumulated in float32 (float64 for the reference) and the result rounded to the storage format,
+which is what cuBLAS and oneDNN do for bf16/fp16 GEMMs. Running the product in float32 on every
+device also keeps CPUs without bf16 units fast. The emulated formats `m<bits>` keep float32
+storage and exponent range and round every linear/matmul output to `bits` mantissa bits with
+round-to-nearest-even.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+# (integer view, explicit mantissa bits) of the floating types we can round in place
+_LAYOUT = {torch.float32: (torch.int32, 23), torch.float64: (torch.int64, 52)}
+_TORCH_FORMATS = {
+    "fp64": (torch.float64, 52),
+    "fp32": (torch.float32, 23),
+    "bf16": (torch.bfloat16, 7),
+    "fp16": (torch.float16, 10),
+}
+_EMULATED = re.compile(r"m(\d+)")
+
+
+def round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Round float32/float64 `x` to `bits` explicit mantissa bits, nearest-even, same exponents.
+
+    Works on the bit pattern: add half an ulp of the target format (minus one unless the kept
+    last bit is odd, which breaks ties to even) and clear the dropped bits. A carry into the
+    exponent is the correct result (including overflow to inf); inf and nan pass through.
+    """
+    int_type, mantissa = _LAYOUT[x.dtype]
+    if not 0 <= bits <= mantissa:
+        raise ValueError(f"mantissa bits must be in 0..{mantissa} for {x.dtype}, got {bits}")
+    drop = mantissa - bits
+    if drop == 0:
+        return x
+    pattern = x.contiguous().view(int_type)
+    kept_lsb = (pattern >> drop) & 1
+    rounded = (pattern + ((1 << (drop - 1)) - 1) + kept_lsb) & ~((1 << drop) - 1)
+    return torch.where(torch.isfinite(x), rounded.view(x.dtype), x)
+
+
+def unit_roundoff(bits: int) -> float:
+    """u = 2^-(bits+1): the largest relative error of rounding to nearest with `bits` bits."""
+    return 2.0 ** -(bits + 1)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A test format: `fp64`, `fp32`, `bf16`, `fp16` (torch dtypes) or `m<bits>` (emulated)."""
+
+    name: str
+    storage: torch.dtype
+    mantissa_bits: int
+    emulated: bool
+
+    @classmethod
+    def parse(cls, name: str) -> Precision:
+        if name in _TORCH_FORMATS:
+            storage, bits = _TORCH_FORMATS[name]
+            return cls(name, storage, bits, emulated=False)
+        match = _EMULATED.fullmatch(name)
+        if match and 1 <= int(match.group(1)) <= 23:
+            return cls(name, torch.float32, int(match.group(1)), emulated=True)
+        raise ValueError(
+            f"unknown precision {name!r}; use one of {', '.join(_TORCH_FORMATS)} "
+            "or m<bits> with 1 <= bits <= 23 (emulated mantissa width)"
+        )
+
+    @property
+    def unit_roundoff(self) -> float:
+        return unit_roundoff(self.mantissa_bits)
+
+    @property
+    def accumulate(self) -> torch.dtype:
+        return torch.float64 if self.storage == torch.float64 else torch.float32
+
+    def store(self, x: torch.Tensor) -> torch.Tensor:
+        """Bring a tensor into the storage format (a matmul/linear output is also rounded)."""
+        return x.to(self.storage)
+
+    def _round_output(self, out: torch.Tensor) -> torch.Tensor:
+        if self.emulated:
+            out = round_mantissa(out, self.mantissa_bits)
+        return out.to(self.storage)
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self._round_output(torch.matmul(a.to(self.accumulate), b.to(self.accumulate)))
+
+    def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """x @ weight + bias (GPT-2's Conv1D layout: weight is (in, out)), one rounding."""
+        acc = self.accumulate
+        return self._round_output(
+            torch.addmm(bias.to(acc), x.flatten(0, -2).to(acc), weight.to(acc)).unflatten(
+                0, x.shape[:-1]
+            )
+        )

@@ -1,0 +1,177 @@
+"""Study N bound experiments: Jacobians and conditions against finite differences, the bounds
+never below the measured errors, and the Lipschitz estimators against exact Jacobian norms."""
+
+import math
+
+import pytest
+import torch
+from torch.func import jacrev
+
+from transformer_stability.numerics import attention, norms, softmax
+from transformer_stability.numerics.lowp import (
+    fl,
+    gamma,
+    operation_roundoff,
+    pairwise_depth,
+    pairwise_sum,
+)
+
+
+def jacobian(f, x: torch.Tensor) -> torch.Tensor:
+    return jacrev(f)(x)
+
+
+def _fd_jacobian(f, x: torch.Tensor, h: float = 1e-6) -> torch.Tensor:
+    """Central finite differences of f: R^d -> R^d at one point x (float64)."""
+    columns = []
+    for j in range(x.shape[-1]):
+        step = torch.zeros_like(x)
+        step[j] = h
+        columns.append((f(x + step) - f(x - step)) / (2 * h))
+    return torch.stack(columns, dim=-1)
+
+
+def _outlier_vector(d: int, outlier: float, seed: int) -> torch.Tensor:
+    x = torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x[0] += outlier
+    return x
+
+
+@pytest.mark.parametrize("outlier", [0.0, 5.0, 300.0])
+def test_norm_jacobians_and_conditions_match_finite_differences(outlier):
+    x = _outlier_vector(12, outlier, seed=3)
+    for f, jac, condition in [
+        (norms.layer_norm, norms.layer_norm_jacobian, norms.layer_norm_condition),
+        (norms.rms_norm, norms.rms_norm_jacobian, norms.rms_norm_condition),
+    ]:
+        numeric = _fd_jacobian(f, x, h=1e-6 * max(1.0, outlier))
+        torch.testing.assert_close(jac(x), numeric, rtol=1e-6, atol=1e-7)
+        y = f(x)
+        normwise = torch.linalg.matrix_norm(numeric, ord=2) * x.norm() / y.norm()
+        assert condition(x).item() == pytest.approx(normwise.item(), rel=1e-6)
+        componentwise = (numeric.abs() @ x.abs()) / y.abs()
+        torch.testing.assert_close(
+            norms.componentwise_condition(jac(x), x, y), componentwise, rtol=1e-5, atol=0
+        )
+
+
+def test_pairwise_sum_error_within_its_bound():
+    generator = torch.Generator().manual_seed(4)
+    for bits in (4, 7, 10):
+        x = fl(torch.randn(64, 300, generator=generator, dtype=torch.float64) * 10, bits)
+        x[:, 0] += 1e4
+        x = fl(x, bits)
+        error = (pairwise_sum(x, bits) - x.sum(-1)).abs()
+        limit = gamma(pairwise_depth(300), operation_roundoff(bits)) * x.abs().sum(-1)
+        assert (error <= limit).all()
+
+
+@pytest.mark.parametrize("bits", [4, 7, 10])
+@pytest.mark.parametrize("outlier", [0.0, 30.0, 3000.0, 1e5])
+def test_low_precision_norm_errors_never_exceed_the_bounds(bits, outlier):
+    x = norms.outlier_inputs(256, outlier, samples=32, bits=bits, seed=int(outlier) + bits)
+    for exact, lowp, bound in [
+        (norms.layer_norm, norms.layer_norm_lowp, norms.layer_norm_error_bound),
+        (norms.rms_norm, norms.rms_norm_lowp, norms.rms_norm_error_bound),
+    ]:
+        error = (lowp(x, bits) - exact(x)).abs()
+        assert (error <= bound(x, bits)).all()
+        assert error.max() > 0  # the evaluation did round
+
+
+def test_layer_norm_loses_the_bulk_under_a_massive_outlier_but_rms_norm_does_not():
+    x = norms.outlier_inputs(768, 1e4, samples=16, bits=7, seed=0)
+    ln = norms.norm_measurements(x, "layernorm", 7)["err_bulk"].median()
+    rms = norms.norm_measurements(x, "rmsnorm", 7)["err_bulk"].median()
+    assert ln > 4 * rms
+
+
+def test_softmax_jacobian_identities():
+    z = softmax.sink_logits(9, 0.7, 1.5, 2.0, samples=5, generator=torch.Generator().manual_seed(5))
+    p = torch.softmax(z, -1)
+    assert torch.allclose(p[:, 0], torch.full((5,), 0.7, dtype=torch.float64))
+    for row_z, row_p in zip(z, p, strict=True):
+        exact = jacobian(lambda v: torch.softmax(v, -1), row_z)
+        j = softmax.softmax_jacobian(row_p)
+        torch.testing.assert_close(j, exact, rtol=1e-12, atol=1e-14)
+        inf_norm = torch.linalg.matrix_norm(j, ord=math.inf)
+        assert inf_norm == pytest.approx(torch.linalg.matrix_norm(j, ord=1).item())
+        assert inf_norm == pytest.approx(softmax.jacobian_inf_norm(row_p).item())
+        assert inf_norm <= 2 * (1 - row_p.max()) + 1e-15
+        assert j.abs().sum() == pytest.approx(softmax.jacobian_abs_sum(row_p).item())
+        assert softmax.jacobian_abs_sum(row_p) <= 2 * (1 - row_p.max() ** 2)
+        assert j.sum(dim=1).abs().max() < 1e-15  # J1 = 0
+
+
+def test_softmax_relative_condition_bounds_the_exact_one():
+    # exact: Σ_j |∂p_i/∂z_j||z_j|/p_i = |z_i|(1 − p_i) + Σ_{j≠i} p_j|z_j|, i.e. κ_i − 2p_i|z_i|
+    generator = torch.Generator().manual_seed(6)
+    z = softmax.sink_logits(7, 0.6, 1.0, 3.0, samples=1, generator=generator)[0]
+    p = torch.softmax(z, -1)
+    exact = (jacobian(lambda v: torch.softmax(v, -1), z).abs() @ z.abs()) / p
+    kappa = softmax.relative_condition(z, p, shifted=False)
+    torch.testing.assert_close(kappa, exact + 2 * p * z.abs())
+    shifted = softmax.relative_condition(z, p, shifted=True)
+    assert shifted.max() < kappa.max()  # the offset of 3 no longer counts
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+@pytest.mark.parametrize("bits", [4, 7, 10])
+def test_low_precision_softmax_error_never_exceeds_the_bound(shifted, bits):
+    generator = torch.Generator().manual_seed(bits + 10 * shifted)
+    for p_max in (0.2, 0.9, 0.9999):
+        for offset in (0.0, 7.0, 40.0):
+            z = softmax.sink_logits(128, p_max, 1.5, offset, samples=16, generator=generator)
+            p = torch.softmax(z, -1)
+            relative = (softmax.softmax_lowp(z, bits, shifted) - p).abs() / p
+            assert (relative <= softmax.softmax_error_bound(z, bits, shifted)).all()
+
+
+def test_shifting_removes_the_offset_from_the_error_and_a_sink_silences_logit_errors():
+    generator = torch.Generator().manual_seed(7)
+    z = softmax.sink_logits(128, 0.5, 1.0, 40.0, samples=32, generator=generator)
+    p = torch.softmax(z, -1)
+    error = {s: ((softmax.softmax_lowp(z, 7, s) - p).abs() / p).amax(-1).median() for s in (0, 1)}
+    assert error[1] < error[0] / 3
+    z_sink = softmax.sink_logits(128, 0.9999, 1.0, 0.0, samples=32, generator=generator)
+    z_flat = softmax.sink_logits(128, 0.2, 1.0, 0.0, samples=32, generator=generator)
+    gain_sink = softmax.perturbation_gain(z_sink, 1e-6, generator)
+    gain_flat = softmax.perturbation_gain(z_flat, 1e-6, generator)
+    assert (gain_sink <= softmax.perturbation_bound(torch.softmax(z_sink, -1), 1e-6)).all()
+    assert gain_sink.max() < gain_flat.min() / 100
+
+
+def _tiny_attention(n: int, d: int, seed: int, radius: float = 1.0, sharpen: float = 1.0):
+    generator = torch.Generator().manual_seed(seed)
+    weights = attention.AttentionWeights.random(d, generator)
+    weights = attention.AttentionWeights(
+        sharpen * weights.query, weights.key, weights.value, weights.output
+    )
+    x = radius * (2 * torch.rand(n, d, generator=generator, dtype=torch.float64) - 1)
+    return weights, x, generator
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lipschitz_estimates_match_the_exact_jacobian_norms(seed):
+    weights, x, generator = _tiny_attention(n=5, d=3, seed=seed, radius=2.0, sharpen=3.0)
+    full = jacobian(weights, x).reshape(x.numel(), x.numel())
+    exact_inf = full.abs().sum(dim=1).max().item()
+    exact_two = torch.linalg.matrix_norm(full, ord=2).item()
+    assert attention.estimate_inf(weights, x, generator, restarts=8) == pytest.approx(
+        exact_inf, rel=1e-10
+    )
+    assert attention.estimate_frobenius(weights, x, generator, iterations=150) == pytest.approx(
+        exact_two, rel=1e-6
+    )
+
+
+@pytest.mark.parametrize("n", [2, 8, 40])
+@pytest.mark.parametrize("sharpen", [1.0, 6.0])
+def test_lipschitz_bounds_are_never_below_the_exact_norms(n, sharpen):
+    for seed in range(3):
+        weights, x, _ = _tiny_attention(n=n, d=4, seed=seed, radius=1.5, sharpen=sharpen)
+        full = jacobian(weights, x).reshape(x.numel(), x.numel())
+        assert full.abs().sum(dim=1).max() <= attention.lipschitz_bound_inf(weights, x)
+        assert torch.linalg.matrix_norm(full, ord=2) <= attention.lipschitz_bound_frobenius(
+            weights, x
+        )

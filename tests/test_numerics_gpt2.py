@@ -1,0 +1,174 @@
+"""Study N GPT-2: the residual-stream forward against Hugging Face, α scaling, loading, metrics."""
+
+import copy
+import math
+
+import huggingface_hub.constants
+import numpy as np
+import pytest
+import torch
+
+from transformer_stability.numerics.gpt2 import (
+    GPT2Spec,
+    ModelSourceError,
+    build_gpt2,
+    embed,
+    logits,
+    residual_stream,
+    stored_blocks,
+)
+from transformer_stability.numerics.gpt2_runs import RunSettings, run_gpt2
+from transformer_stability.numerics.metrics import (
+    inf_norm,
+    quantiles,
+    token_errors,
+    weight_magnitudes,
+)
+from transformer_stability.numerics.rounding import Precision
+
+TINY = GPT2Spec(size="tiny", layers=3, width=32, heads=4, vocab=97, positions=64)
+FP64 = Precision.parse("fp64")
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    return build_gpt2(TINY, torch.Generator().manual_seed(0))
+
+
+def _ids(seed: int = 1, batch: int = 3, length: int = 20) -> torch.Tensor:
+    return torch.randint(TINY.vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def _final_stream(model, ids, alpha: float = 1.0, precision: Precision = FP64):
+    blocks = stored_blocks(model, precision, alpha, CPU)
+    return list(residual_stream(blocks, embed(model, ids).to(precision.storage), precision))
+
+
+def test_float64_forward_reproduces_the_hugging_face_logits(tiny_model):
+    model = copy.deepcopy(tiny_model).double()
+    ids = _ids()
+    with torch.no_grad():
+        expected = model(ids).logits
+        checkpoints = _final_stream(model, ids)
+        ours = logits(model, checkpoints[-1].stream)
+    assert len(checkpoints) == 2 * 3
+    assert [c.kind for c in checkpoints[:2]] == ["attn", "mlp"]
+    relative = (ours - expected).abs().max() / expected.abs().max()
+    assert relative < 1e-10
+
+
+def test_alpha_scales_both_residual_branches_like_scaled_projections(tiny_model):
+    alpha = 7.5
+    scaled = build_gpt2(TINY, torch.Generator().manual_seed(0)).double()
+    with torch.no_grad():
+        for block in scaled.transformer.h:
+            for proj in (block.attn.c_proj, block.mlp.c_proj):
+                proj.weight.mul_(alpha)
+                proj.bias.mul_(alpha)
+        ids = _ids(seed=2)
+        hidden = scaled(ids, output_hidden_states=True).hidden_states
+        ours = _final_stream(copy.deepcopy(tiny_model).double(), ids, alpha=alpha)
+    after_mlp = [c.stream for c in ours if c.kind == "mlp"]
+    for b in range(len(after_mlp) - 1):  # the last hidden state is after ln_f
+        torch.testing.assert_close(after_mlp[b], hidden[b + 1], rtol=1e-12, atol=1e-12)
+
+
+def test_random_init_follows_the_spec(tiny_model):
+    layers, width = 3, 32
+    params = dict(tiny_model.named_parameters())
+    std = lambda name: params[name].detach().double().std().item()  # noqa: E731
+    assert std("transformer.h.0.attn.c_attn.weight") == pytest.approx(width**-0.5, rel=0.05)
+    assert std("transformer.h.1.attn.c_proj.weight") == pytest.approx(
+        (width * 2 * layers) ** -0.5, rel=0.1
+    )
+    assert std("transformer.h.1.mlp.c_proj.weight") == pytest.approx(
+        (4 * width * 2 * layers) ** -0.5, rel=0.05
+    )
+    assert std("transformer.wte.weight") == pytest.approx(width**-0.5, rel=0.05)
+    assert std("transformer.wpe.weight") == pytest.approx(0.02, rel=0.05)
+    assert torch.equal(params["transformer.h.2.ln_1.weight"], torch.ones(width))
+    assert not params["transformer.h.2.mlp.c_fc.bias"].any()
+    assert tiny_model.lm_head.weight.data_ptr() == params["transformer.wte.weight"].data_ptr()
+
+
+def test_pretrained_weights_load_offline_from_a_local_directory(tiny_model, tmp_path):
+    tiny_model.save_pretrained(tmp_path / "tiny")
+    spec = GPT2Spec(size="tiny", weights="pretrained", source=str(tmp_path / "tiny"))
+    loaded = build_gpt2(spec, torch.Generator())
+    for (name, a), (_, b) in zip(
+        tiny_model.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name
+
+
+def test_missing_local_directory_names_the_key_and_the_offline_alternative(tmp_path):
+    spec = GPT2Spec(weights="pretrained", source=str(tmp_path / "absent"), key="numerics.models[1]")
+    with pytest.raises(ModelSourceError, match=r"numerics\.models\[1\]\.source.*weights: random"):
+        build_gpt2(spec, torch.Generator())
+
+
+def test_unreachable_hub_gives_one_clear_error(monkeypatch):
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    spec = GPT2Spec(weights="pretrained", source="no-such-org/no-such-gpt2")
+    with pytest.raises(ModelSourceError, match=r"Hugging Face hub.*weights: random"):
+        build_gpt2(spec, torch.Generator())
+
+
+def test_token_errors_and_quantiles_on_known_values():
+    reference = torch.tensor([[[2.0, -4.0], [1.0, 1.0]]], dtype=torch.float64)
+    test = torch.tensor([[[2.5, -4.0], [1.0, float("inf")]]])
+    errors = token_errors(test, reference)
+    assert errors["abs_linf"][0].tolist() == [0.5, math.inf]
+    assert errors["rel_linf"][0, 0].item() == 0.5 / 4
+    assert errors["rel_comp"][0, 0].item() == 0.5 / 2
+    found = quantiles(np.array([1.0, 2.0, 3.0, math.inf]))
+    assert found["p01"] == 1.0 and found["p99"] == math.inf
+    assert not any(math.isnan(v) for v in found.values())
+
+
+def test_weight_magnitudes_match_their_definitions(tiny_model):
+    block = stored_blocks(tiny_model, FP64, 1.0, CPU)[0]
+    hf = tiny_model.transformer.h[0]
+    w = hf.attn.c_attn.weight.detach().double().T  # (3d, d) in the x -> Wx layout
+    w_q, w_k, w_v = w[:32], w[32:64], w[64:]
+    w_o = hf.attn.c_proj.weight.detach().double().T
+    found = weight_magnitudes(block)
+    row_sum_max = lambda m: max(sum(abs(v) for v in row) for row in m.tolist())  # noqa: E731
+    assert found["omega_ov"] == pytest.approx(row_sum_max(w_o) * row_sum_max(w_v), rel=1e-12)
+    kq = max(
+        torch.linalg.norm(w_k[h * 8 : (h + 1) * 8].abs().sum(1)).item()
+        * torch.linalg.norm(w_q[h * 8 : (h + 1) * 8].abs().sum(1)).item()
+        for h in range(4)
+    )
+    assert found["omega_kq"] == pytest.approx(2 / math.sqrt(8) * kq, rel=1e-12)
+    assert inf_norm(torch.tensor([[1.0, -2.0], [0.5, 0.5]])) == 3.0
+
+
+def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
+    settings = RunSettings(
+        alphas=(1e-3, 10.0, 100.0),
+        precisions=("fp32", "m10"),
+        seq_len=24,
+        sequences=4,
+        batch=2,
+        seed=0,
+    )
+    errors, recursion, weights = run_gpt2(tiny_model, TINY, settings, CPU)
+    assert set(errors.metric) == {
+        "rel_linf",
+        "rel_comp",
+        "abs_linf",
+        "stream_min_l2",
+        "stream_median_l2",
+    }
+    assert errors.checkpoint.max() == 6 and set(errors.kind) == {"attn", "mlp"}
+    assert (errors[["p01", "p25", "p50", "p75", "p99"]].diff(axis=1).iloc[:, 1:] >= 0).all().all()
+    assert (recursion.bound >= recursion.measured).all()
+    assert set(weights.quantity) == {"omega_ov", "omega_ud", "omega_kq"}
+    stream = errors[(errors.metric == "stream_median_l2") & (errors.precision == "fp32")]
+    last = stream[stream.checkpoint == 6].set_index("alpha").p50
+    assert last[100.0] / last[10.0] == pytest.approx(10, rel=0.1)  # residual-dominated: ∝ α
+    m10 = errors[(errors.metric == "rel_linf") & (errors.precision == "m10")]
+    at = m10[m10.checkpoint == 6].set_index("alpha").p50
+    assert at[1e-3] < at[10.0] / 10  # embedding-dominated: the branches barely touch h

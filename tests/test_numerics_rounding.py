@@ -1,0 +1,97 @@
+"""Emulated mantissa rounding against torch's own conversions, and the Precision formats."""
+
+import pytest
+import torch
+
+from transformer_stability.numerics.rounding import Precision, round_mantissa, unit_roundoff
+
+
+def _from_bits(patterns: list[int]) -> torch.Tensor:
+    return torch.tensor(patterns, dtype=torch.int64).to(torch.int32).view(torch.float32)
+
+
+def test_bf16_width_is_bit_exact_against_torch_bfloat16_on_normal_numbers():
+    generator = torch.Generator().manual_seed(0)
+    mantissas = torch.randn(200_000, generator=generator)
+    exponents = torch.randint(-120, 120, (200_000,), generator=generator).float()
+    x = mantissas * torch.exp2(exponents)
+    x = x[x.abs() >= torch.finfo(torch.float32).tiny]
+    expected = x.to(torch.bfloat16).to(torch.float32)
+    assert torch.equal(round_mantissa(x, 7).view(torch.int32), expected.view(torch.int32))
+
+
+def test_ties_round_to_even_like_torch_bfloat16():
+    # low 16 bits exactly half an ulp: the kept last bit decides (even stays, odd rounds up)
+    patterns = []
+    for kept_last_bit in (0, 1):
+        for sign in (0, 1):
+            for exponent in (1, 64, 127, 200, 254):
+                pattern = (sign << 31) | (exponent << 23) | (kept_last_bit << 16) | 0x8000
+                patterns.append(pattern - (1 << 32) if pattern >= 1 << 31 else pattern)
+    x = _from_bits(patterns)
+    expected = x.to(torch.bfloat16).to(torch.float32)
+    assert torch.equal(round_mantissa(x, 7).view(torch.int32), expected.view(torch.int32))
+    # and the tie really went to the even neighbour
+    odd = _from_bits([(100 << 23) | (1 << 16) | 0x8000])
+    assert round_mantissa(odd, 7).view(torch.int32).item() & (1 << 16) == 0
+
+
+def test_overflow_goes_to_inf_and_non_finite_values_pass_through():
+    largest = torch.finfo(torch.float32).max
+    x = torch.tensor([largest, -largest, float("inf"), float("-inf"), float("nan")])
+    out = round_mantissa(x, 7)
+    assert torch.equal(out[:4], x[:4].to(torch.bfloat16).to(torch.float32))
+    assert torch.isinf(out[0]) and out[0] > 0
+    assert torch.isnan(out[4])
+
+
+def test_fp16_width_matches_torch_float16_inside_its_normal_range():
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(100_000, generator=generator) * torch.exp2(
+        torch.randint(-12, 14, (100_000,), generator=generator).float()
+    )
+    x = x[(x.abs() >= 2.0**-14) & (x.abs() <= 60_000)]
+    expected = x.to(torch.float16).to(torch.float32)
+    assert torch.equal(round_mantissa(x, 10), expected)
+
+
+@pytest.mark.parametrize("bits", [1, 4, 10, 16, 23])
+def test_relative_error_at_most_unit_roundoff_and_idempotent(bits):
+    generator = torch.Generator().manual_seed(bits)
+    x = torch.randn(50_000, generator=generator, dtype=torch.float64) * 1e3
+    once = round_mantissa(x, bits)
+    assert ((once - x).abs() <= unit_roundoff(bits) * x.abs()).all()
+    assert torch.equal(round_mantissa(once, bits), once)
+    x32 = x.float()
+    assert ((round_mantissa(x32, bits) - x32).abs() <= unit_roundoff(bits) * x32.abs()).all()
+
+
+def test_full_width_is_the_identity_and_bad_widths_are_refused():
+    x = torch.randn(10)
+    assert torch.equal(round_mantissa(x, 23), x)
+    with pytest.raises(ValueError, match="mantissa bits"):
+        round_mantissa(x, 24)
+
+
+def test_precision_formats():
+    assert Precision.parse("bf16").storage == torch.bfloat16
+    m10 = Precision.parse("m10")
+    assert m10.emulated and m10.storage == torch.float32 and m10.unit_roundoff == 2.0**-11
+    with pytest.raises(ValueError, match="m<bits>"):
+        Precision.parse("m30")
+    with pytest.raises(ValueError, match="unknown precision"):
+        Precision.parse("fp8")
+
+
+def test_matmul_accumulates_in_float32_and_rounds_once():
+    generator = torch.Generator().manual_seed(2)
+    a, b = torch.randn(8, 64, generator=generator), torch.randn(64, 5, generator=generator)
+    bias = torch.randn(5, generator=generator)
+    bf16 = Precision.parse("bf16")
+    a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    expected = (a16.float() @ b16.float()).to(torch.bfloat16)
+    assert torch.equal(bf16.matmul(a16, b16), expected)
+    m7 = Precision.parse("m7")
+    out = m7.linear(a, b, bias)
+    assert out.dtype == torch.float32
+    assert torch.equal(out, round_mantissa(torch.addmm(bias, a, b), 7))

@@ -1,0 +1,22 @@
+"""Rule numerics_bounds: one synthetic bound experiment (norms, softmax, lipschitz) -> CSV."""
+
+import torch
+
+from transformer_stability.io import write_table
+from transformer_stability.logs import setup_logging
+from transformer_stability.numerics import study
+from transformer_stability.provenance import with_provenance
+
+EXPERIMENTS = {
+    "norms": study.norms_table,
+    "softmax": study.softmax_table,
+    "lipschitz": study.lipschitz_table,
+}
+
+setup_logging(snakemake.log[0])
+torch.set_num_threads(snakemake.threads)
+params = snakemake.params
+table = EXPERIMENTS[snakemake.wildcards.experiment](params.section, params.seed)
+write_table(
+    with_provenance(table, seed=params.seed, device="cpu", dtype="float64"), snakemake.output[0]
+)
