@@ -3,6 +3,7 @@
 import copy
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
+TINY_CORES = "2"  # the reference run's --cores: torch rules use as many threads
 
 
 def load_yaml(path: Path) -> dict:
@@ -33,6 +36,29 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.C
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    workdir: Path
+    result: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> TinyRun:
+    """The whole DAG of the tiny config, run once per session from scratch: the reference that
+    the end-to-end, determinism, resume and SLURM tests check against."""
+    workdir = tmp_path_factory.mktemp("tiny_run")
+    result = run_snakemake(workdir, "--cores", TINY_CORES, "--configfile", TINY)
+    return TinyRun(workdir, result)
+
+
+def result_tables(workdir: Path) -> dict[str, bytes]:
+    """Every CSV under workdir/results, by path relative to workdir."""
+    return {
+        path.relative_to(workdir).as_posix(): path.read_bytes()
+        for path in sorted((workdir / "results").rglob("*.csv"))
+    }
 
 
 @pytest.fixture(scope="session")

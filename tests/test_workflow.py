@@ -1,5 +1,8 @@
 """The Snakemake workflow as a user runs it: dry run, config errors, a tiny end-to-end run."""
 
+import json
+import re
+
 import pandas as pd
 import pytest
 from conftest import ROOT, load_yaml, run_snakemake
@@ -51,8 +54,8 @@ def test_bad_config_stops_before_any_job(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tmp_path):
-    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
+def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
+    tmp_path, result = tiny_run.workdir, tiny_run.result
     assert result.returncode == 0, result.stderr[-3000:]
     for figure in FIGURES:
         for suffix in (".pdf", ".png"):
@@ -108,3 +111,15 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tmp_path):
     html = (tmp_path / "report.html").read_text(errors="replace")
     for figure in FIGURES:
         assert figure.split("/")[-1] in html
+    # one category per study; every figure labelled by what it varies (the models of Study A,
+    # the norm placement of Study C, the precision of Study N); the configuration included
+    labels = dict(
+        re.findall(r'"name": "([\w.]+)", "filename": "[^"]*", "labels": (\{[^}]*\})', html)
+    )
+    label_of_study = {"apjn": "models", "counting": "placement", "numerics": "precision"}
+    for figure in FIGURES:
+        name = figure.split("/")[-1]
+        assert label_of_study[name.split("_")[0]] in json.loads(labels[name]), name
+    for category in ("Study A: signal propagation", "Study C: counting"):
+        assert category in html
+    assert "forward_source_block" in html

@@ -1,6 +1,18 @@
 # Study A: signal propagation at initialization (shared/specs/apjn.md).
 # Heavy rules write tidy tables; plot rules only read them.
 
+NORM_NAMES = {"ln": "pre-LN", "derf": "Derf", "dyt": "DyT"}
+# The models of config['apjn']['variants'], as a report label: "pre-LN, Derf α=1, DyT α=1".
+APJN_MODELS = ", ".join(
+    NORM_NAMES[v["norm"]] + (f" α={v['alpha']:g}" if v.get("alpha") else "")
+    for v in config["apjn"]["variants"]
+)
+# The trained models, e.g. "pre-LN, Derf, DyT (α₀ = 0.1, 1, 8)".
+APJN_TRAINED = "pre-LN, {} (α₀ = {})".format(
+    ", ".join(NORM_NAMES[norm] for norm in config["apjn"]["train"]["norms"]),
+    ", ".join(f"{alpha:g}" for alpha in config["apjn"]["train"]["alphas"]),
+)
+
 
 rule apjn_theory_curves:
     output:
@@ -43,7 +55,12 @@ rule apjn_theory_curves_figure:
             "results/figures/apjn_theory_curves.pdf",
             caption="../report/apjn_theory_curves.rst",
             category="Study A: signal propagation",
-            labels={"figure": "A1 theory", "quantity": "APJN vs block"},
+            labels={
+                "figure": "theory",
+                "quantity": "APJN vs block (mean-field theory)",
+                "models": APJN_MODELS,
+                "input": "permutation-symmetric",
+            },
         ),
         png="results/figures/apjn_theory_curves.png",
     log:
@@ -65,7 +82,12 @@ rule apjn_depth_scaling_figure:
             "results/figures/apjn_depth_scaling.pdf",
             caption="../report/apjn_depth_scaling.rst",
             category="Study A: signal propagation",
-            labels={"figure": "A4", "quantity": "end-to-end APJN vs depth"},
+            labels={
+                "figure": "A4",
+                "quantity": "end-to-end APJN vs depth",
+                "models": APJN_MODELS,
+                "input": "permutation-symmetric",
+            },
         ),
         png="results/figures/apjn_depth_scaling.png",
     log:
@@ -188,6 +210,35 @@ APJN_FIGURE_TABLES = {
     "sensitivity": "results/apjn/sensitivity.csv",
     "trainability": "results/apjn/trainability.csv",
 }
+# Report labels of each measured-data figure (same keys as the other Study A figures).
+APJN_FIGURE_LABELS = {
+    "permsym": (
+        "A1",
+        "APJN vs block, measured and theory",
+        APJN_MODELS,
+        "permutation-symmetric",
+    ),
+    "images": ("A2", "per-image APJN vs block", APJN_MODELS, "natural images"),
+    "gmfe": ("A3", "GMFE by depth region", APJN_MODELS, "both"),
+    "sensitivity": (
+        "A5",
+        "end-to-end APJN vs α₀ and init multipliers",
+        "Derf, DyT (α₀ sweep); pre-LN, Derf (multipliers)",
+        "permutation-symmetric",
+    ),
+    "token_stats": ("A6", "token statistics q, p/q vs block", APJN_MODELS, "both"),
+    "trainability": (
+        "A7",
+        "loss and accuracy after training",
+        APJN_TRAINED,
+        f"{config['apjn']['train']['data']['source']} task",
+    ),
+}
+
+
+def apjn_figure_labels(wildcards):
+    figure, quantity, models, inputs = APJN_FIGURE_LABELS[wildcards.figure]
+    return {"figure": figure, "quantity": quantity, "models": models, "input": inputs}
 
 
 rule apjn_measured_figure:
@@ -198,7 +249,7 @@ rule apjn_measured_figure:
             "results/figures/apjn_{figure}.pdf",
             caption="../report/apjn_measured_figure.rst",
             category="Study A: signal propagation",
-            labels={"figure": "{figure}"},
+            labels=apjn_figure_labels,
         ),
         png="results/figures/apjn_{figure}.png",
     log:

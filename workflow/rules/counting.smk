@@ -68,7 +68,12 @@ rule counting_geometry_figure:
             "results/figures/counting_geometry.pdf",
             caption="../report/counting_geometry.rst",
             category="Study C: counting",
-            labels={"figure": "C1", "quantity": "representation geometry"},
+            labels={
+                "figure": "C1",
+                "quantity": "representation geometry",
+                "placement": "none, pre, post (bare and learned)",
+                "readout": "regression, classification",
+            },
         ),
         png="results/figures/counting_geometry.png",
     log:
@@ -89,7 +94,12 @@ rule counting_bmin_figure:
             "results/figures/counting_bmin.pdf",
             caption="../report/counting_bmin.rst",
             category="Study C: counting",
-            labels={"figure": "C2", "quantity": "B_min vs L"},
+            labels={
+                "figure": "C2",
+                "quantity": "B_min vs L",
+                "placement": "none, pre, post (bare and learned)",
+                "readout": "regression, classification",
+            },
         ),
         png="results/figures/counting_bmin.png",
     log:
@@ -109,7 +119,12 @@ rule counting_training_figure:
             "results/figures/counting_training.pdf",
             caption="../report/counting_training.rst",
             category="Study C: counting",
-            labels={"figure": "C3", "quantity": "unconstrained training"},
+            labels={
+                "figure": "C3",
+                "quantity": "unconstrained training",
+                "placement": "post (learned)",
+                "readout": "regression, classification",
+            },
         ),
         png="results/figures/counting_training.png",
     log:
@@ -132,7 +147,12 @@ rule counting_constrained_figure:
             "results/figures/counting_constrained.pdf",
             caption="../report/counting_constrained.rst",
             category="Study C: counting",
-            labels={"figure": "C4", "quantity": "norm-constrained training"},
+            labels={
+                "figure": "C4",
+                "quantity": "norm-constrained training",
+                "placement": "post (learned)",
+                "readout": "regression, classification",
+            },
         ),
         png="results/figures/counting_constrained.png",
     log:
@@ -153,7 +173,12 @@ rule counting_exponents_figure:
             "results/figures/counting_exponents.pdf",
             caption="../report/counting_exponents.rst",
             category="Study C: counting",
-            labels={"figure": "C5", "quantity": "table of exponents"},
+            labels={
+                "figure": "C5",
+                "quantity": "table of exponents",
+                "placement": "none, pre, post (bare and learned)",
+                "readout": "regression, classification",
+            },
         ),
         png="results/figures/counting_exponents.png",
         table="results/figures/counting_exponents.csv",

@@ -32,13 +32,16 @@ rule numerics_gpt2_tables:
         recursion=expand(
             "results/numerics/gpt2/{model}_recursion.csv", model=NUMERICS_MODELS
         ),
-        weights=expand("results/numerics/gpt2/{model}_weights.csv", model=NUMERICS_MODELS),
+        weights=expand(
+            "results/numerics/gpt2/{model}_weights.csv", model=NUMERICS_MODELS
+        ),
     output:
         errors="results/numerics/gpt2_errors.csv",
         recursion="results/numerics/gpt2_recursion.csv",
         weights="results/numerics/gpt2_weights.csv",
     log:
         "results/logs/numerics/gpt2_tables.log",
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     script:
@@ -79,6 +82,7 @@ rule numerics_figure:
         "results/logs/numerics/figure_{figure}.log",
     wildcard_constraints:
         figure="|".join(NUMERICS_FIGURE_DATA),
+    localrule: True
     conda:
         "../../envs/pipeline.yaml"
     params:

@@ -1,0 +1,124 @@
+"""The SLURM profile on a real (single-node, local) SLURM: jobs go through sbatch, GPU rules ask
+for a GPU on the gpu partition, local rules stay local, and the tables equal a local run's.
+
+tests/slurm/local_slurm.sh installs slurm-wlm and munge when missing (root and apt-get needed),
+starts munged, slurmctld and slurmd for this machine only, and stops them afterwards. Where that
+is impossible the test is skipped with the script's reason; TS_SKIP_SLURM=1 skips it on purpose.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT, TINY, TINY_CORES, load_yaml, result_tables
+
+SCRIPT = ROOT / "tests" / "slurm" / "local_slurm.sh"
+PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
+# One cheap CPU rule, two GPU rules (measurement and training) and local plot/aggregation rules.
+TARGETS = [
+    "results/figures/apjn_theory_curves.pdf",
+    "results/figures/apjn_gmfe.pdf",
+    "results/figures/apjn_trainability.pdf",
+]
+SUBMITTED = {  # rule -> partition it must be submitted to, and whether it asks for a GPU
+    "apjn_theory_curves": ("cpu", False),
+    "apjn_measured_curves": ("gpu", True),
+    "apjn_trainability": ("gpu", True),
+}
+LOCAL = {"apjn_theory_curves_figure", "apjn_agreement", "apjn_measured_figure"}
+TABLES = [
+    "results/apjn/theory_curves.csv",
+    "results/apjn/measured_curves.csv",
+    "results/apjn/agreement.csv",
+    "results/apjn/trainability.csv",
+]
+NODE_MEM_MB = 2000  # memory requests are capped at this on the one-node test cluster
+
+
+@pytest.fixture(scope="module")
+def local_slurm(tmp_path_factory):
+    if os.environ.get("TS_SKIP_SLURM") == "1":
+        pytest.skip("TS_SKIP_SLURM=1")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the local SLURM cluster needs Linux")
+    state = tmp_path_factory.mktemp("slurm")
+    start = subprocess.run(
+        ["bash", str(SCRIPT), "start", str(state)], capture_output=True, text=True, timeout=900
+    )
+    try:
+        if start.returncode == 77:
+            pytest.skip(start.stderr.strip().splitlines()[-1])
+        assert start.returncode == 0, start.stderr[-3000:]
+        yield {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop", str(state)], timeout=120)
+
+
+def _test_profile(directory) -> str:
+    """profiles/slurm with its thread and memory requests capped to the test machine: threads
+    at the reference run's --cores (the same torch thread count, hence identical numbers),
+    memory at NODE_MEM_MB. Everything else (executor, partitions, GPU requests) as shipped."""
+    profile = load_yaml(PROFILE)
+    assert profile["executor"] == "slurm"
+    profile["set-threads"] = {
+        rule: min(threads, int(TINY_CORES)) for rule, threads in profile["set-threads"].items()
+    }
+    for resources in [profile["default-resources"], *profile["set-resources"].values()]:
+        if "mem_mb" in resources:
+            resources["mem_mb"] = min(resources["mem_mb"], NODE_MEM_MB)
+    directory.mkdir()
+    (directory / "config.yaml").write_text(yaml.safe_dump(profile))
+    return str(directory)
+
+
+def _slurm_jobs(env) -> dict[str, dict[str, str]]:
+    """Every job slurmctld knows (finished ones stay for MinJobAge), by the rule it ran."""
+    out = subprocess.run(
+        ["scontrol", "--oneliner", "show", "job"], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    jobs = {}
+    for line in out.stdout.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        rule = re.match(r"rule_(\w+?)(_wildcards.*)?$", fields.get("Comment", ""))
+        if rule:
+            jobs[rule.group(1)] = fields
+    return jobs
+
+
+@pytest.mark.slow
+def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run, tmp_path):
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    env = local_slurm
+    args = ["--profile", _test_profile(tmp_path / "profile"), "--configfile", TINY]
+    args += ["--slurm-no-account", "--slurm-status-command", "squeue"]
+    args += ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+    workdir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+    cmd += ["--directory", str(workdir), *args, "--", *TARGETS]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-4000:]
+
+    # every non-local rule went through sbatch, to the right partition, GPU rules with a GPU
+    jobs = _slurm_jobs(env)
+    assert set(jobs) == set(SUBMITTED), output[-4000:]
+    for rule, (partition, gpu) in SUBMITTED.items():
+        job = jobs[rule]
+        assert job["JobState"] == "COMPLETED", (rule, job)
+        assert job["Partition"] == partition, (rule, job)
+        assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
+        assert (workdir / ".snakemake/slurm_logs" / f"rule_{rule}").is_dir()
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", output)
+    assert sorted(submitted) == sorted(job["JobId"] for job in jobs.values())
+    ran_locally = set(re.findall(r"^localrule (\w+):", output, re.MULTILINE))
+    assert ran_locally == LOCAL
+
+    reference = result_tables(tiny_run.workdir)
+    for table in TABLES:
+        assert (workdir / table).read_bytes() == reference[table], table
+    for figure in TARGETS:
+        assert (workdir / figure).stat().st_size > 5_000
