@@ -55,6 +55,32 @@ def _broken(default_config, path, value):
         (["apjn", "images", "forward_source_block"], 40, ["below apjn.model.depth"]),
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
         (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
+        (["numerics", "precisions"], ["fp32", "fp8"], ["'numerics.precisions[1]'", "match"]),
+        (
+            ["numerics", "models"],
+            [{"size": "gpt2", "weights": "hub"}],
+            ["'numerics.models[0].weights'", "allowed values: 'random', 'pretrained'"],
+        ),
+        (
+            ["numerics", "models"],
+            [{"size": "gpt2"}, {"size": "gpt2", "weights": "random"}],
+            ["'numerics.models[1]'", "a second model is named 'random-gpt2'"],
+        ),
+        (
+            ["numerics", "models"],
+            [{"size": "small", "layers": 2, "width": 8}],
+            ["'numerics.models[0].size'", "needs layers, width and heads"],
+        ),
+        (
+            ["numerics", "models"],
+            [{"size": "small", "layers": 2, "width": 10, "heads": 4}],
+            ["'numerics.models[0].heads'", "does not divide"],
+        ),
+        (
+            ["numerics", "models"],
+            [{"size": "gpt2", "source": "/models/gpt2"}],
+            ["'numerics.models[0].source'", "only read for pretrained"],
+        ),
     ],
 )
 def test_bad_values_name_the_key(schema, default_config, path, value, expected):
