@@ -212,33 +212,26 @@ APJN_FIGURE_TABLES = {
 }
 # Report labels of each measured-data figure (same keys as the other Study A figures).
 APJN_FIGURE_LABELS = {
-    "permsym": (
-        "A1",
-        "APJN vs block, measured and theory",
-        APJN_MODELS,
-        "permutation-symmetric",
-    ),
-    "images": ("A2", "per-image APJN vs block", APJN_MODELS, "natural images"),
-    "gmfe": ("A3", "GMFE by depth region", APJN_MODELS, "both"),
-    "sensitivity": (
-        "A5",
-        "end-to-end APJN vs α₀ and init multipliers",
-        "Derf, DyT (α₀ sweep); pre-LN, Derf (multipliers)",
-        "permutation-symmetric",
-    ),
-    "token_stats": ("A6", "token statistics q, p/q vs block", APJN_MODELS, "both"),
-    "trainability": (
-        "A7",
-        "loss and accuracy after training",
-        APJN_TRAINED,
-        f"{config['apjn']['train']['data']['source']} task",
-    ),
+    figure: dict(zip(("figure", "quantity", "models", "input"), labels))
+    for figure, labels in {
+        "permsym": ("A1", "APJN vs block", APJN_MODELS, "permutation-symmetric"),
+        "images": ("A2", "per-image APJN vs block", APJN_MODELS, "natural images"),
+        "gmfe": ("A3", "GMFE by depth region", APJN_MODELS, "both"),
+        "sensitivity": (
+            "A5",
+            "end-to-end APJN vs α₀ and init multipliers",
+            "Derf, DyT (α₀ sweep); pre-LN, Derf (multipliers)",
+            "permutation-symmetric",
+        ),
+        "token_stats": ("A6", "token statistics q, p/q vs block", APJN_MODELS, "both"),
+        "trainability": (
+            "A7",
+            "loss and accuracy after training",
+            APJN_TRAINED,
+            f"{config['apjn']['train']['data']['source']} task",
+        ),
+    }.items()
 }
-
-
-def apjn_figure_labels(wildcards):
-    figure, quantity, models, inputs = APJN_FIGURE_LABELS[wildcards.figure]
-    return {"figure": figure, "quantity": quantity, "models": models, "input": inputs}
 
 
 rule apjn_measured_figure:
@@ -249,7 +242,7 @@ rule apjn_measured_figure:
             "results/figures/apjn_{figure}.pdf",
             caption="../report/apjn_measured_figure.rst",
             category="Study A: signal propagation",
-            labels=apjn_figure_labels,
+            labels=lambda wildcards: APJN_FIGURE_LABELS[wildcards.figure],
         ),
         png="results/figures/apjn_{figure}.png",
     log:
