@@ -12,6 +12,7 @@ from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
     TrainConfig,
     init_params,
+    logit_scale_at,
     project,
     train_runs,
 )
@@ -24,7 +25,7 @@ def test_projection_keeps_every_vector_within_its_bound(readout):
     params = params.map(lambda t: 5 * t + 1)  # far outside the bounds
     bounds = torch.tensor([0.5, 2.0, math.inf], dtype=torch.float64)
     before = params.vector_norms()
-    project(params, bounds)
+    params = project(params, bounds)
     for name, norms in params.vector_norms().items():
         assert (
             norms[:2] <= bounds[:2, None].reshape((2,) + (1,) * (norms.dim() - 1)) * (1 + 1e-12)
@@ -64,3 +65,10 @@ def test_small_bound_splits_regression_from_classification():
     assert lower_bound("post_learned", 10, 8) > 1.0
     assert results["classification"] == 1.0
     assert results["regression"] < 1.0
+
+
+def test_logit_scale_ramps_geometrically_from_start_to_end():
+    end = torch.tensor([3000.0, 30.0], dtype=torch.float64)
+    scales = torch.stack([logit_scale_at(t, 5, 30.0, end) for t in range(5)])
+    expected = [[30.0, 30 * 10**0.5, 300.0, 300 * 10**0.5, 3000.0], [30.0] * 5]
+    np.testing.assert_allclose(scales.T.numpy(), expected)

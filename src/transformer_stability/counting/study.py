@@ -96,6 +96,7 @@ class CountingStudy:
             train=TrainConfig(
                 final_lr_fraction=training["final_lr_fraction"],
                 logit_scale=training["logit_scale"],
+                final_logit_scale=training["final_logit_scale"],
                 dtype=getattr(torch, training["dtype"]),
                 device="cuda" if torch.cuda.is_available() else "cpu",
             ),

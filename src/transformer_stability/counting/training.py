@@ -28,6 +28,7 @@ class TrainConfig:
     lr: float = 0.05
     final_lr_fraction: float = 0.01
     logit_scale: float = 100.0
+    final_logit_scale: float = 100.0
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
 
@@ -61,32 +62,66 @@ def init_params(spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: s
     return Params(**stacked)
 
 
-@torch.no_grad()
-def project(params: Params, bounds: torch.Tensor) -> None:
-    """Rescale, in place, every trainable vector of run r to norm <= bounds[r]; head rows
-    (w_k, b_k) count as one vector, b0 as a 1-vector."""
-    for name, value in params.tensors().items():
-        if name == "head_b":
-            continue
-        if name == "head_w":
-            norm = torch.sqrt((value**2).sum(-1) + params.head_b**2)  # (R, K)
-            factor = torch.clamp(bounds[:, None] / norm.clamp_min(1e-300), max=1.0)
-            value.mul_(factor[..., None])
-            params.head_b.mul_(factor)
-        else:
-            factor = torch.clamp(
-                bounds[:, None] / value.norm(dim=-1, keepdim=True).clamp_min(1e-300), max=1.0
-            )
-            value.mul_(factor)
+@dataclass
+class PackedParams:
+    """Every trainable vector of R runs as one zero-padded row of a (R, V, d + 1) buffer: head
+    rows (w_k, b_k), b0 as a 1-vector, the rest as d-vectors. Adam and the projection then
+    cost a few tensor ops per step instead of a few per kind of vector, which is what a step
+    on a small grid costs; padding stays zero (zero gradient, zero Adam update)."""
+
+    buffer: torch.Tensor
+    layout: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def pack(cls, params: Params) -> PackedParams:
+        width = params.e_q.shape[-1] + 1
+        blocks, layout = [], []
+        for name, value in params.tensors().items():
+            if name == "head_b":
+                continue
+            block = torch.cat([value, params.head_b[..., None]], -1) if name == "head_w" else value
+            block = block if block.dim() == 3 else block[:, None, :]
+            blocks.append(torch.nn.functional.pad(block, (0, width - block.shape[-1])))
+            layout.append((name, block.shape[1]))
+        return cls(torch.cat(blocks, 1), tuple(layout))
+
+    def params(self) -> Params:
+        """Params whose tensors are views of the buffer (gradients flow into it)."""
+        d = self.buffer.shape[-1] - 1
+        fields, start = {}, 0
+        for name, rows in self.layout:
+            block = self.buffer[:, start : start + rows]
+            start += rows
+            if name == "head_w":
+                fields |= {"head_w": block[..., :d], "head_b": block[..., d]}
+            else:
+                fields[name] = block[:, 0, :1] if name == "b0" else block[:, 0, :d]
+        return Params(**fields)
+
+    @torch.no_grad()
+    def project_(self, bounds: torch.Tensor) -> None:
+        """Rescale, in place, every trainable vector of run r to norm <= bounds[r]."""
+        norms = self.buffer.norm(dim=-1, keepdim=True)
+        limit = bounds[:, None, None] / norms.clamp_min(torch.finfo(norms.dtype).tiny)
+        self.buffer.mul_(torch.clamp(limit, max=1.0))
+
+
+def project(params: Params, bounds: torch.Tensor) -> Params:
+    """Params with every trainable vector of run r rescaled to norm <= bounds[r] (inf: left
+    alone); head rows (w_k, b_k) count as one vector, b0 as a 1-vector."""
+    packed = PackedParams.pack(params)
+    packed.project_(bounds)
+    return packed.params()
 
 
 def _loss(
-    spec: ModelSpec, out: torch.Tensor, c: torch.Tensor, w: torch.Tensor, scale: float
+    spec: ModelSpec, out: torch.Tensor, c: torch.Tensor, w: torch.Tensor, scale: torch.Tensor
 ) -> torch.Tensor:
-    """Count-balanced loss summed over runs: weighted MSE or cross-entropy of scaled logits."""
+    """Count-balanced loss summed over runs: weighted MSE or cross-entropy of logits scaled
+    per run (scale: (R,))."""
     if spec.readout == "regression":
         return ((out - c.to(out.dtype)) ** 2 * w).sum()
-    logp = torch.log_softmax(scale * out, -1)
+    logp = torch.log_softmax(scale[:, None, None] * out, -1)
     picked = logp.gather(-1, c.expand(out.shape[0], -1)[..., None])[..., 0]
     return -(picked * w).sum()
 
@@ -115,6 +150,15 @@ class _Adam:
             shape = (-1,) + (1,) * (p.dim() - 1)
             p.sub_(lr.reshape(shape) * mhat / (vhat.sqrt() + self.eps))
             p.grad = None
+
+
+def logit_scale_at(step: int, total: int, start: float, end: torch.Tensor) -> torch.Tensor:
+    """Fixed (never trained) factor on the classification logits at a step, per run: geometric
+    ramp from start to end. Bounded vectors leave margins ~ L^-2 between neighbouring counts, so
+    cross-entropy at a fixed scale stays blurred over several counts; a low start keeps the
+    early landscape smooth and the rising scale then sharpens it toward the max-margin head
+    (the argmax, hence exactness and B, is blind to the scale)."""
+    return start * (end / start) ** (step / max(total - 1, 1))
 
 
 def cosine_lr(step: int, total: int, final_fraction: float) -> float:
@@ -149,22 +193,24 @@ def train_runs(
     spec: ModelSpec, bounds: list[float], seeds: list[int], cfg: TrainConfig, progress: bool = False
 ) -> tuple[dict[str, np.ndarray], Params]:
     """Train len(bounds) runs (run r: bound bounds[r], seed seeds[r]; inf = unconstrained)
-    together on the full grid of spec.length; projected Adam with cosine decay."""
+    together on the full grid of spec.length; projected Adam with cosine decay (classification:
+    with a ramped logit scale)."""
     c_np, m_np = grid_points(spec.length)
     c = torch.from_numpy(c_np).to(cfg.device)
     m = torch.from_numpy(m_np).to(cfg.device)
     w = torch.from_numpy(balanced_weights(c_np, spec.length)).to(cfg.device, cfg.dtype)
-    params = init_params(spec, seeds, cfg.dtype, cfg.device)
+    packed = PackedParams.pack(init_params(spec, seeds, cfg.dtype, cfg.device))
     bound = torch.tensor(bounds, dtype=cfg.dtype, device=cfg.device)
     finite = torch.isfinite(bound)
-    project(params, torch.where(finite, bound, torch.full_like(bound, math.inf)))
+    packed.project_(bound)
     # step size proportional to the scale the run may use; unconstrained regression must reach
     # outputs of size L, so its steps grow as sqrt(L); unconstrained classification uses 1
     free = max(1.0, spec.length**0.5) if spec.readout == "regression" else 1.0
     base = torch.where(finite, bound, torch.full_like(bound, free))
-    tensors = params.tensors()
-    for p in tensors.values():
-        p.requires_grad_(True)
+    # logits are products of two vectors of norm <= B, so margins scale as B^2: end the ramp
+    # at final_logit_scale / B^2 to resolve them equally at every bound
+    end_scale = cfg.final_logit_scale / torch.where(finite, bound**2, torch.ones_like(bound))
+    packed.buffer.requires_grad_(True)
     adam = _Adam()
     steps = range(1, cfg.steps + 1)
     if progress:
@@ -172,12 +218,13 @@ def train_runs(
 
         steps = tqdm(steps, desc=f"{spec.readout} L={spec.length} x{len(bounds)}", mininterval=5)
     for t in steps:
-        loss = _loss(spec, grid_forward(spec, params, c, m), c, w, cfg.logit_scale)
+        scale = logit_scale_at(t - 1, cfg.steps, cfg.logit_scale, end_scale)
+        loss = _loss(spec, grid_forward(spec, packed.params(), c, m), c, w, scale)
         loss.backward()
         lr = cfg.lr * cosine_lr(t - 1, cfg.steps, cfg.final_lr_fraction) * base
-        adam.step(tensors, lr, t)
+        adam.step({"buffer": packed.buffer}, lr, t)
         if finite.any():
-            project(params, bound)
-    for p in tensors.values():
-        p.requires_grad_(False)
+            packed.project_(bound)
+    packed.buffer.requires_grad_(False)
+    params = packed.params()
     return evaluate(spec, params, c, m), params
