@@ -4,13 +4,13 @@ import torch
 
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
-from transformer_stability.numerics import study
+from transformer_stability.numerics import synthetic
 from transformer_stability.provenance import with_provenance
 
 EXPERIMENTS = {
-    "norms": study.norms_table,
-    "softmax": study.softmax_table,
-    "lipschitz": study.lipschitz_table,
+    "norms": synthetic.norms_table,
+    "softmax": synthetic.softmax_table,
+    "lipschitz": synthetic.lipschitz_table,
 }
 
 setup_logging(snakemake.log[0])

@@ -1,18 +1,13 @@
-"""Study N tables from the `numerics` config section: one function per measurement rule."""
+"""Study N GPT-2 tables (N1-N4, N8) of one configured model."""
 
 from __future__ import annotations
 
-import logging
 
 import pandas as pd
 import torch
-from tqdm import tqdm
 
-from transformer_stability.numerics import attention, norms, softmax
 from transformer_stability.numerics.gpt2 import GPT2Spec, build_gpt2
 from transformer_stability.numerics.gpt2_runs import RunSettings, run_gpt2
-
-log = logging.getLogger(__name__)
 
 
 def model_entry(numerics: dict, name: str) -> tuple[GPT2Spec, int]:
@@ -46,104 +41,3 @@ def gpt2_tables(
     )
     errors, recursion, weights = run_gpt2(model, spec, settings, device)
     return {"errors": errors, "recursion": recursion, "weights": weights}
-
-
-def norms_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N5: LayerNorm vs RMSNorm conditions, errors and bounds against the outlier size M."""
-    rows = []
-    for bits in cfg["mantissa_bits"]:
-        for i, outlier in enumerate(tqdm(cfg["outliers"], desc=f"norms m={bits}", mininterval=5)):
-            x = norms.outlier_inputs(cfg["dim"], outlier, cfg["samples"], bits, seed + i)
-            for norm in norms.NORMS:
-                for metric, values in norms.norm_measurements(x, norm, bits).items():
-                    rows += [
-                        {
-                            "norm": norm,
-                            "mantissa_bits": bits,
-                            "outlier": outlier,
-                            "sample": s,
-                            "metric": metric,
-                            "value": float(v),
-                        }
-                        for s, v in enumerate(values)
-                    ]
-    return pd.DataFrame(rows)
-
-
-def softmax_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N6: softmax sensitivity and evaluation error against the sink mass and the logit offset."""
-    generator = torch.Generator().manual_seed(seed)
-    bits, rows = cfg["mantissa_bits"], []
-    grid = [(p, 0.0, "sink") for p in cfg["p_max"]]
-    grid += [(cfg["offset_p_max"], c, "offset") for c in cfg["offsets"]]
-    for p_max, offset, sweep in grid:
-        z = softmax.sink_logits(cfg["n"], p_max, cfg["spread"], offset, cfg["samples"], generator)
-        p = torch.softmax(z, dim=-1)
-        base = {"sweep": sweep, "p_max": p_max, "offset": offset, "mantissa_bits": bits}
-        if sweep == "sink":
-            gain = softmax.perturbation_gain(z, cfg["eta"], generator)
-            bound = softmax.perturbation_bound(p, cfg["eta"])
-            rows += _sample_rows(base, "propagation", "l1_gain", gain, bound)
-            rows += _sample_rows(
-                base, "propagation", "jacobian_abs_sum", softmax.jacobian_abs_sum(p), bound
-            )
-        for shifted in (False, True):
-            mode = "shifted" if shifted else "unshifted"
-            relative = (softmax.softmax_lowp(z, bits, shifted) - p).abs() / p
-            limit = softmax.softmax_error_bound(z, bits, shifted)
-            rows += _sample_rows(base, mode, "max_rel", relative.amax(-1), limit.amax(-1))
-            rows += _sample_rows(base, mode, "l1_abs", (relative * p).sum(-1), (limit * p).sum(-1))
-            kappa = softmax.relative_condition(z, p, shifted).amax(-1)
-            rows += _sample_rows(
-                base, mode, "kappa_max", kappa, torch.full_like(kappa, float("nan"))
-            )
-    return pd.DataFrame(rows)
-
-
-def _sample_rows(base: dict, mode: str, metric: str, measured, bound) -> list[dict]:
-    return [
-        {
-            **base,
-            "mode": mode,
-            "metric": metric,
-            "sample": s,
-            "measured": float(m),
-            "bound": float(b),
-        }
-        for s, (m, b) in enumerate(zip(measured, bound, strict=True))
-    ]
-
-
-def lipschitz_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N7: local Lipschitz estimates of self-attention and both bounds against length n."""
-    generator = torch.Generator().manual_seed(seed)
-    rows = []
-    for n in tqdm(cfg["seq_lens"], desc="attention Lipschitz", mininterval=5):
-        for sample in range(cfg["samples"]):
-            weights = attention.AttentionWeights.random(cfg["dim"], generator)
-            x = cfg["radius"] * (
-                2 * torch.rand(n, cfg["dim"], generator=generator, dtype=torch.float64) - 1
-            )
-            estimates = {
-                "inf": attention.estimate_inf(
-                    weights, x, generator, cfg["restarts"], cfg["iterations"]
-                ),
-                "frobenius": attention.estimate_frobenius(weights, x, generator, cfg["iterations"]),
-            }
-            bounds = {
-                "inf": attention.lipschitz_bound_inf(weights, x),
-                "frobenius": attention.lipschitz_bound_frobenius(weights, x),
-            }
-            p_max = float(weights.probabilities(x).amax(-1).min())
-            rows += [
-                {
-                    "seq_len": n,
-                    "sample": sample,
-                    "norm": norm,
-                    "estimate": estimates[norm],
-                    "bound": bounds[norm],
-                    "p_max_min": p_max,
-                }
-                for norm in ("inf", "frobenius")
-            ]
-    return pd.DataFrame(rows)
