@@ -108,6 +108,12 @@ def test_missing_local_directory_names_the_key_and_the_offline_alternative(tmp_p
         build_gpt2(spec, torch.Generator())
 
 
+def test_a_directory_without_a_checkpoint_is_reported_as_such(tmp_path):
+    spec = GPT2Spec(weights="pretrained", source=str(tmp_path))
+    with pytest.raises(ModelSourceError, match=r"from the local directory.*weights: random"):
+        build_gpt2(spec, torch.Generator())
+
+
 def test_unreachable_hub_gives_one_clear_error(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     spec = GPT2Spec(weights="pretrained", source="no-such-org/no-such-gpt2")

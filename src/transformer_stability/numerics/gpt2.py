@@ -126,12 +126,13 @@ def pretrained_gpt2(spec: GPT2Spec) -> GPT2LMHeadModel:
             str(local) if looks_local else source,
             attn_implementation="eager",
             local_files_only=looks_local,
-            torch_dtype=torch.float32,
+            dtype=torch.float32,
         )
     except OSError as error:
+        where = "the local directory" if looks_local else "the Hugging Face hub"
         raise ModelSourceError(
-            f"config key '{spec.key}.source': could not load {source!r} from the Hugging Face "
-            f"hub ({type(error).__name__}: {str(error).splitlines()[0]}); " + offline_hint
+            f"config key '{spec.key}.source': could not load {source!r} from {where} "
+            f"({type(error).__name__}: {str(error).splitlines()[0]}); " + offline_hint
         ) from None
     return model.eval()
 
