@@ -178,3 +178,33 @@ def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
     m10 = errors[(errors.metric == "rel_linf") & (errors.precision == "m10")]
     at = m10[m10.checkpoint == 6].set_index("alpha").p50
     assert at[1e-3] < at[10.0] / 10  # embedding-dominated: the branches barely touch h
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_with_the_same_tables(
+    tiny_model, tmp_path, monkeypatch
+):
+    from transformer_stability.checkpoint import Checkpoint
+    from transformer_stability.numerics import gpt2_runs
+
+    settings = RunSettings(
+        alphas=(0.1, 10.0), precisions=("fp32",), seq_len=8, sequences=2, batch=2, seed=0
+    )
+    expected = run_gpt2(tiny_model, TINY, settings, CPU)
+    real, calls = gpt2_runs._run_group, []
+
+    def dies_on_the_second_group(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gpt2_runs, "_run_group", dies_on_the_second_group)
+    output = tmp_path / "errors.csv"
+    with pytest.raises(KeyboardInterrupt):
+        run_gpt2(tiny_model, TINY, settings, CPU, Checkpoint.beside(output, run="tiny"))
+    monkeypatch.setattr(gpt2_runs, "_run_group", real)
+    checkpoint = Checkpoint.beside(output, run="tiny")
+    resumed = run_gpt2(tiny_model, TINY, settings, CPU, checkpoint)
+    assert (checkpoint.loaded, checkpoint.computed) == (1, 1)
+    for got, want in zip(resumed, expected, strict=True):
+        assert got.equals(want)

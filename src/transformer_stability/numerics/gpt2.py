@@ -150,7 +150,7 @@ def embed(model: GPT2LMHeadModel, ids: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
+class ResidualAdd:
     """The residual stream after one residual add, and the sublayer input that produced it."""
 
     index: int  # 1 .. 2L
@@ -253,16 +253,16 @@ def _mlp(x: torch.Tensor, w: BlockWeights, precision: Precision) -> torch.Tensor
 
 def residual_stream(
     blocks: list[BlockWeights], h: torch.Tensor, precision: Precision
-) -> Iterator[Checkpoint]:
+) -> Iterator[ResidualAdd]:
     """Run the blocks on the embedded input `h` and yield the stream after every residual add."""
     h = precision.store(h)
     for b, w in enumerate(blocks):
         normed = _layer_norm(h, w.ln_1, w.eps)
         h = h + _attention(normed, w, precision)
-        yield Checkpoint(2 * b + 1, b, "attn", h, normed)
+        yield ResidualAdd(2 * b + 1, b, "attn", h, normed)
         normed = _layer_norm(h, w.ln_2, w.eps)
         h = h + _mlp(normed, w, precision)
-        yield Checkpoint(2 * b + 2, b, "mlp", h, normed)
+        yield ResidualAdd(2 * b + 2, b, "mlp", h, normed)
 
 
 def logits(model: GPT2LMHeadModel, h: torch.Tensor) -> torch.Tensor:

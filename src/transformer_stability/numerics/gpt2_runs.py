@@ -18,10 +18,11 @@ import torch
 from tqdm import tqdm
 from transformers import GPT2LMHeadModel
 
+from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
 from transformer_stability.numerics.gpt2 import (
     BlockWeights,
-    Checkpoint,
     GPT2Spec,
+    ResidualAdd,
     embed,
     residual_stream,
     stored_blocks,
@@ -89,8 +90,8 @@ class _Accumulator:
 
 def _observe(
     acc: _Accumulator,
-    ref: Checkpoint,
-    test: Checkpoint,
+    ref: ResidualAdd,
+    test: ResidualAdd,
     previous: torch.Tensor,
     block: BlockWeights,
 ) -> None:
@@ -168,10 +169,32 @@ def recursion_bound(
     return pd.DataFrame(rows)
 
 
+def _group_tables(
+    accs: dict[str, _Accumulator], group: list[Precision], alpha: float, omegas, dims: dict
+) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+    errors, recursion = [], []
+    for precision in group:
+        acc = accs[precision.name]
+        labels = {"precision": precision.name, "alpha": alpha}
+        errors.append(pd.DataFrame(acc.quantile_rows()).assign(**labels))
+        maxima = pd.Series(acc.maxima).unstack()
+        maxima = maxima.rename_axis(["checkpoint", "kind"]).reset_index()
+        recursion.append(recursion_bound(maxima, omegas, alpha, precision, dims).assign(**labels))
+    return errors, recursion
+
+
 def run_gpt2(
-    model: GPT2LMHeadModel, spec: GPT2Spec, settings: RunSettings, device: torch.device
+    model: GPT2LMHeadModel,
+    spec: GPT2Spec,
+    settings: RunSettings,
+    device: torch.device,
+    checkpoint: Checkpoint | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(errors, recursion, weights) tables of every (α, precision) for one model."""
+    """(errors, recursion, weights) tables of every (α, precision) for one model.
+
+    Each (α, storage dtype) group is one checkpoint item, so a killed job resumes there.
+    """
+    checkpoint = checkpoint or NoCheckpoint()
     ids = token_ids(model.config.vocab_size, settings.sequences, settings.seq_len, settings.seed)
     weights = weights_table(model, spec)
     omegas = weights.pivot(index="block", columns="quantity", values="value")
@@ -188,16 +211,16 @@ def run_gpt2(
     errors, recursion = [], []
     runs = [(alpha, group) for alpha in settings.alphas for group in groups.values()]
     for alpha, group in tqdm(runs, desc=f"{spec.name} (alpha, storage)", mininterval=5):
-        accs = _run_group(model, ids, group, alpha, settings, device)
-        for precision in group:
-            acc = accs[precision.name]
-            labels = {"precision": precision.name, "alpha": alpha}
-            errors.append(pd.DataFrame(acc.quantile_rows()).assign(**labels))
-            maxima = pd.Series(acc.maxima).unstack()
-            maxima = maxima.rename_axis(["checkpoint", "kind"]).reset_index()
-            bound = recursion_bound(maxima, omegas, alpha, precision, dims)
-            recursion.append(bound.assign(**labels))
-        log.info("%s alpha=%g %s done", spec.name, alpha, ", ".join(p.name for p in group))
+        names = "+".join(p.name for p in group)
+
+        def compute(alpha=alpha, group=group):
+            accs = _run_group(model, ids, group, alpha, settings, device)
+            return _group_tables(accs, group, alpha, omegas, dims)
+
+        group_errors, group_recursion = checkpoint.cached(f"alpha={alpha!r}-{names}", compute)
+        errors += group_errors
+        recursion += group_recursion
+        log.info("%s alpha=%g %s done", spec.name, alpha, names)
     ids_columns = {"weights": spec.weights, "model": spec.name}
     return (
         pd.concat(errors, ignore_index=True).assign(**ids_columns),

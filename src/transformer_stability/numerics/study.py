@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import torch
 
+from transformer_stability.checkpoint import Checkpoint
 from transformer_stability.numerics.gpt2 import GPT2Spec, build_gpt2
 from transformer_stability.numerics.gpt2_runs import RunSettings, run_gpt2
 
@@ -20,7 +20,11 @@ def model_entry(numerics: dict, name: str) -> tuple[GPT2Spec, int]:
 
 
 def gpt2_tables(
-    numerics: dict, name: str, seed: int, device: torch.device
+    numerics: dict,
+    name: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Checkpoint | None = None,
 ) -> dict[str, pd.DataFrame]:
     """errors, recursion and weights tables of one configured model."""
     spec, index = model_entry(numerics, name)
@@ -39,5 +43,5 @@ def gpt2_tables(
         batch=inputs["batch"],
         seed=seed,
     )
-    errors, recursion, weights = run_gpt2(model, spec, settings, device)
+    errors, recursion, weights = run_gpt2(model, spec, settings, device, checkpoint)
     return {"errors": errors, "recursion": recursion, "weights": weights}
