@@ -30,6 +30,19 @@ FIGURES += [
     f"results/figures/counting_{name}.pdf"
     for name in ("geometry", "bmin", "training", "constrained", "exponents")
 ]
+FIGURES += [
+    f"results/figures/numerics_{name}.pdf"
+    for name in (
+        "errors",
+        "stream",
+        "alpha",
+        "weights",
+        "norms",
+        "softmax",
+        "lipschitz",
+        "recursion",
+    )
+]
 TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 PROVENANCE = ["seed", "device", "dtype", "versions"]
 
@@ -120,6 +133,6 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     for figure in FIGURES:
         name = figure.split("/")[-1]
         assert label_of_study[name.split("_")[0]] in json.loads(labels[name]), name
-    for category in ("Study A: signal propagation", "Study C: counting"):
+    for category in ("Study A: signal propagation", "Study C: counting", "Study N: numerics"):
         assert category in html
     assert "forward_source_block" in html

@@ -22,9 +22,14 @@ def package_versions() -> str:
 
 
 def with_provenance(table: pd.DataFrame, *, seed: int, device: str, dtype: str) -> pd.DataFrame:
-    """Append the provenance columns (constant per table) after the study's own columns."""
+    """Append the provenance columns (constant per table) after the study's own columns.
+
+    A table whose rows carry their own `seed` (one training run per seed) keeps it: those are
+    the seeds the rows were made with, derived from the base seed `seed`.
+    """
     out = table.copy()
-    out["seed"] = seed
+    if "seed" not in out:
+        out["seed"] = seed
     out["device"] = device
     out["dtype"] = dtype
     out["versions"] = package_versions()

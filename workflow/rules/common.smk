@@ -81,6 +81,37 @@ NUMERICS_FIGURE_DATA = {
 }
 
 
+# Report labels of each Study N figure: what it shows, and the models and formats it covers.
+NUMERICS_FIGURE_LABELS = {
+    figure: {
+        "figure": code,
+        "quantity": quantity,
+        "models": ", ".join(NUMERICS_MODELS) if gpt2 else "synthetic",
+        "precision": ", ".join(config["numerics"]["precisions"]) if gpt2 else precision,
+    }
+    for figure, (code, quantity, gpt2, precision) in {
+        "errors": ("N1", "relative error vs residual add", True, None),
+        "stream": ("N2", "residual-stream size vs residual add", True, None),
+        "alpha": ("N3", "output error vs residual scaling", True, None),
+        "weights": ("N4", "weight magnitudes per block", True, None),
+        "norms": (
+            "N5",
+            "LayerNorm vs RMSNorm under an outlier",
+            False,
+            ", ".join(f"m{b}" for b in config["numerics"]["norms"]["mantissa_bits"]),
+        ),
+        "softmax": (
+            "N6",
+            "softmax error vs sink mass and offset",
+            False,
+            f"m{config['numerics']['softmax']['mantissa_bits']}",
+        ),
+        "lipschitz": ("N7", "attention Lipschitz constant vs length", False, "float64"),
+        "recursion": ("N8", "error recursion bound vs measured", True, None),
+    }.items()
+}
+
+
 def numerics_params(*keys):
     """The given sections of config['numerics'], as a rule's params."""
     return {key: config["numerics"][key] for key in keys}

@@ -30,9 +30,12 @@ rule counting_training:
         readout="regression|classification",
     conda:
         "../../envs/pipeline.yaml"
+    # No gpu token: both read-outs' sweeps are small enough to share one GPU, and on a CPU the
+    # two single-threaded jobs run side by side.
     params:
         counting=config["counting"],
         seed=config["seed"],
+        device=config["device"],
     script:
         "../scripts/counting_training.py"
 

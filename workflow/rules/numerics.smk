@@ -75,7 +75,7 @@ rule numerics_figure:
             "results/figures/numerics_{figure}.pdf",
             caption="../report/numerics_figure.rst",
             category="Study N: numerics",
-            labels={"figure": "{figure}"},
+            labels=lambda wildcards: NUMERICS_FIGURE_LABELS[wildcards.figure],
         ),
         png="results/figures/numerics_{figure}.png",
     log:

@@ -9,7 +9,8 @@ from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-study = CountingStudy.from_config(snakemake.params.counting, snakemake.params.seed)
+params = snakemake.params
+study = CountingStudy.from_config(params.counting, params.seed, params.device)
 table = training_table(study, snakemake.wildcards.readout)
 write_table(
     with_provenance(

@@ -21,6 +21,7 @@ from transformer_stability.counting.theory import (
     prenorm_max_length,
 )
 from transformer_stability.counting.training import TrainConfig, train_runs
+from transformer_stability.device import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ class CountingStudy:
     sweeps: dict[str, Sweep]
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any], base_seed: int = 0) -> CountingStudy:
+    def from_config(
+        cls, cfg: dict[str, Any], base_seed: int = 0, device: str = "auto"
+    ) -> CountingStudy:
         theory, training = cfg["theory"], cfg["training"]
         sweeps = {
             readout: Sweep(
@@ -98,7 +101,7 @@ class CountingStudy:
                 logit_scale=training["logit_scale"],
                 final_logit_scale=training["final_logit_scale"],
                 dtype=getattr(torch, training["dtype"]),
-                device="cuda" if torch.cuda.is_available() else "cpu",
+                device=str(resolve_device(device)),
             ),
             sweeps=sweeps,
         )
