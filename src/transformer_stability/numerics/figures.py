@@ -128,7 +128,10 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     for ax, quantity in zip(axes, quantities, strict=True):
         for model, run in table[table.quantity == quantity].groupby("model"):
             ax.plot(run.block, run.value, marker="o", ms=3, label=model)
-        ax.set(yscale="log", xlabel="block", title=labels[quantity])
+        values = table.loc[table.quantity == quantity, "value"]
+        # log only when models differ by more than a decade (random vs pretrained)
+        ax.set(yscale="log" if values.max() > 10 * values.min() else "linear")
+        ax.set(xlabel="block", title=labels[quantity])
         ax.legend(fontsize=8)
     return fig
 
