@@ -72,3 +72,40 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
     scales = torch.stack([logit_scale_at(t, 5, 30.0, end) for t in range(5)])
     expected = [[30.0, 30 * 10**0.5, 300.0, 300 * 10**0.5, 3000.0], [30.0] * 5]
     np.testing.assert_allclose(scales.T.numpy(), expected)
+
+
+def test_a_killed_sweep_resumes_at_the_first_unfinished_length(schema, tmp_path, monkeypatch):
+    from transformer_stability.checkpoint import Checkpoint
+    from transformer_stability.config import validate_config
+    from transformer_stability.counting import study as counting_study
+
+    counting = {
+        "training": {
+            "regression": {
+                "steps": 20,
+                "lengths": [4, 6],
+                "unconstrained_lengths": [],
+                "bounds": [1.0, 2.0],
+            }
+        }
+    }
+    config = validate_config({"counting": counting}, schema)
+    study = counting_study.CountingStudy.from_config(config["counting"], 0, "cpu")
+    expected = counting_study.training_table(study, "regression")
+    real, calls = counting_study._train_length, []
+
+    def dies_at_the_second_length(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return real(*args)
+
+    monkeypatch.setattr(counting_study, "_train_length", dies_at_the_second_length)
+    output = tmp_path / "training_regression.csv"
+    with pytest.raises(KeyboardInterrupt):
+        counting_study.training_table(study, "regression", Checkpoint.beside(output, run=1))
+    monkeypatch.setattr(counting_study, "_train_length", real)
+    checkpoint = Checkpoint.beside(output, run=1)
+    resumed = counting_study.training_table(study, "regression", checkpoint)
+    assert (checkpoint.loaded, checkpoint.computed) == (1, 1)
+    assert resumed.equals(expected)

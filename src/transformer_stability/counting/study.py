@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
 from transformer_stability.counting.constructions import construct, grid_errors
 from transformer_stability.counting.model import PLACEMENTS, ModelSpec, grid_representation
 from transformer_stability.counting.theory import (
@@ -208,38 +210,47 @@ def geometry_table(study: CountingStudy) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[GEOMETRY_COLUMNS]
 
 
-def training_table(study: CountingStudy, readout: str) -> pd.DataFrame:
-    """training.csv rows of one read-out: for every L one batched training of all its
-    (B, seed) runs (B = inf: unconstrained) on the learned-post-norm model."""
+def _train_length(study: CountingStudy, readout: str, length: int) -> pd.DataFrame:
+    """One batched training of every (B, seed) run of a read-out at length L."""
     sweep = study.sweeps[readout]
     cfg = replace(study.train, steps=sweep.steps, lr=sweep.lr)
+    bounds = list(sweep.bounds) if length in sweep.lengths else []
+    bounds += [math.inf] if length in sweep.unconstrained_lengths else []
+    runs = [(b, s) for b in bounds for s in study.seeds]
+    spec = ModelSpec(TRAINED_PLACEMENT, readout, study.train_width, length)
+    log.info("training %s L=%d: %d runs x %d steps", readout, length, len(runs), cfg.steps)
+    metrics, _ = train_runs(spec, [b for b, _ in runs], [s for _, s in runs], cfg, progress=True)
+    frame = pd.DataFrame(
+        {
+            "placement": TRAINED_PLACEMENT,
+            "readout": readout,
+            "d": spec.d,
+            "L": length,
+            "B": [b for b, _ in runs],
+            "seed": [s for _, s in runs],
+            "steps": cfg.steps,
+        }
+    )
+    for key, values in metrics.items():
+        frame[key] = values
+    best = frame.groupby("B")["accuracy"].max()
+    log.info("L=%d best accuracy per B: %s", length, best.round(4).to_dict())
+    return frame
+
+
+def training_table(
+    study: CountingStudy, readout: str, checkpoint: Checkpoint | None = None
+) -> pd.DataFrame:
+    """training.csv rows of one read-out: for every L one batched training of all its
+    (B, seed) runs (B = inf: unconstrained) on the learned-post-norm model. Each L is one
+    checkpoint item, so a killed sweep resumes at the first unfinished length."""
+    checkpoint = checkpoint or NoCheckpoint()
+    sweep = study.sweeps[readout]
     lengths = sorted(set(sweep.lengths) | set(sweep.unconstrained_lengths))
-    frames = []
-    for length in lengths:
-        bounds = list(sweep.bounds) if length in sweep.lengths else []
-        bounds += [math.inf] if length in sweep.unconstrained_lengths else []
-        runs = [(b, s) for b in bounds for s in study.seeds]
-        spec = ModelSpec(TRAINED_PLACEMENT, readout, study.train_width, length)
-        log.info("training %s L=%d: %d runs x %d steps", readout, length, len(runs), cfg.steps)
-        metrics, _ = train_runs(
-            spec, [b for b, _ in runs], [s for _, s in runs], cfg, progress=True
-        )
-        frame = pd.DataFrame(
-            {
-                "placement": TRAINED_PLACEMENT,
-                "readout": readout,
-                "d": spec.d,
-                "L": length,
-                "B": [b for b, _ in runs],
-                "seed": [s for _, s in runs],
-                "steps": cfg.steps,
-            }
-        )
-        for key, values in metrics.items():
-            frame[key] = values
-        best = frame.groupby("B")["accuracy"].max()
-        log.info("L=%d best accuracy per B: %s", length, best.round(4).to_dict())
-        frames.append(frame)
+    frames = [
+        checkpoint.cached(f"L={length}", partial(_train_length, study, readout, length))
+        for length in lengths
+    ]
     return pd.concat(frames, ignore_index=True)[TRAINING_COLUMNS]
 
 
