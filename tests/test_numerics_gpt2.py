@@ -161,6 +161,20 @@ def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
         seed=0,
     )
     errors, recursion, weights = run_gpt2(tiny_model, TINY, settings, CPU)
+    assert list(errors.columns[:12]) == [
+        "weights",
+        "model",
+        "precision",
+        "alpha",
+        "checkpoint",
+        "kind",
+        "metric",
+        "p01",
+        "p25",
+        "p50",
+        "p75",
+        "p99",
+    ]
     assert set(errors.metric) == {
         "rel_linf",
         "rel_comp",

@@ -29,6 +29,7 @@ from transformer_stability.numerics.gpt2 import (
 )
 from transformer_stability.numerics.metrics import (
     ERROR_METRICS,
+    QUANTILES,
     activation_lipschitz,
     layer_norm_lipschitz,
     quantiles,
@@ -40,6 +41,10 @@ from transformer_stability.numerics.rounding import Precision
 
 log = logging.getLogger(__name__)
 REFERENCE = Precision.parse("fp64")
+RUN_COLUMNS = ["weights", "model", "precision", "alpha", "checkpoint", "kind"]
+ERROR_COLUMNS = [*RUN_COLUMNS, "metric", *QUANTILES]
+RECURSION_COLUMNS = [*RUN_COLUMNS, "measured", "bound", "growth", "local"]
+WEIGHT_COLUMNS = ["weights", "model", "block", "quantity", "value"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
         rows.append(weight_magnitudes(block))
     table = pd.DataFrame(rows).rename_axis("block").reset_index()
     table = table.melt(id_vars="block", var_name="quantity", value_name="value")
-    return table.assign(weights=spec.weights, model=spec.name)
+    return table.assign(weights=spec.weights, model=spec.name)[WEIGHT_COLUMNS]
 
 
 class _Accumulator:
@@ -223,7 +228,7 @@ def run_gpt2(
         log.info("%s alpha=%g %s done", spec.name, alpha, names)
     ids_columns = {"weights": spec.weights, "model": spec.name}
     return (
-        pd.concat(errors, ignore_index=True).assign(**ids_columns),
-        pd.concat(recursion, ignore_index=True).assign(**ids_columns),
+        pd.concat(errors, ignore_index=True).assign(**ids_columns)[ERROR_COLUMNS],
+        pd.concat(recursion, ignore_index=True).assign(**ids_columns)[RECURSION_COLUMNS],
         weights,
     )
