@@ -93,24 +93,36 @@ class _Accumulator:
         ]
 
 
+def _reference_statistics(
+    ref: ResidualAdd, previous: torch.Tensor, block: BlockWeights
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Stream sizes (N2) and the recursion's per-token inputs: they depend on the float64
+    reference alone, so one computation serves every format of a group."""
+    gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
+    worst = {
+        "ln_lipschitz": layer_norm_lipschitz(previous, gain, block.eps),
+        "stream_linf": ref.stream.abs().amax(dim=-1),
+        "normed_linf": ref.normed.abs().amax(dim=-1),
+    }
+    return stream_sizes(ref.stream), worst
+
+
 def _observe(
     acc: _Accumulator,
     ref: ResidualAdd,
     test: ResidualAdd,
-    previous: torch.Tensor,
-    block: BlockWeights,
+    sizes: dict[str, torch.Tensor],
+    worst: dict[str, torch.Tensor],
 ) -> None:
     key = (ref.index, ref.kind)
     errors = token_errors(test.stream, ref.stream)
     for name in ERROR_METRICS:
         acc.add(key, name, errors[name])
-    for name, values in stream_sizes(ref.stream).items():
+    for name, values in sizes.items():
         acc.add(key, name, values)
-    gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
     acc.worst(key, "measured", errors["abs_linf"])
-    acc.worst(key, "ln_lipschitz", layer_norm_lipschitz(previous, gain, block.eps))
-    acc.worst(key, "stream_linf", ref.stream.abs().amax(dim=-1))
-    acc.worst(key, "normed_linf", ref.normed.abs().amax(dim=-1))
+    for name, values in worst.items():
+        acc.worst(key, name, values)
 
 
 def _run_group(
@@ -134,8 +146,9 @@ def _run_group(
             for ref, *outs in zip(
                 residual_stream(ref_blocks, previous, REFERENCE), *streams, strict=True
             ):
+                sizes, worst = _reference_statistics(ref, previous, ref_blocks[ref.block])
                 for precision, test in zip(precisions, outs, strict=True):
-                    _observe(accs[precision.name], ref, test, previous, ref_blocks[ref.block])
+                    _observe(accs[precision.name], ref, test, sizes, worst)
                 previous = ref.stream
     return accs
 
