@@ -111,7 +111,14 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
 
 
-_GPT2_NAMED = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
+# (layers, width, heads) of the released GPT-2 family; here, torch-free, so that validation
+# and the model builder (numerics/gpt2.py) share one table
+GPT2_SIZES = {
+    "gpt2": (12, 768, 12),
+    "gpt2-medium": (24, 1024, 16),
+    "gpt2-large": (36, 1280, 20),
+    "gpt2-xl": (48, 1600, 25),
+}
 
 
 def numerics_model_name(weights: str, size: str) -> str:
@@ -126,13 +133,13 @@ def _numerics_checks(numerics: dict[str, Any]) -> list[tuple[bool, str, str]]:
     for i, entry in enumerate(numerics["models"]):
         key = f"numerics.models[{i}]"
         shape = [entry["layers"], entry["width"], entry["heads"]]
-        named = entry["size"] in _GPT2_NAMED
+        named = entry["size"] in GPT2_SIZES
         checks += [
             (names.count(names[i]) == 1, key, f"a second model is named {names[i]!r}"),
             (
                 named or entry["weights"] == "pretrained" or None not in shape,
                 f"{key}.size",
-                f"{entry['size']!r} is not one of {', '.join(_GPT2_NAMED)}; "
+                f"{entry['size']!r} is not one of {', '.join(GPT2_SIZES)}; "
                 "a custom size needs layers, width and heads",
             ),
             (

@@ -253,6 +253,7 @@ rule apjn_measured_figure:
     conda:
         "../../envs/pipeline.yaml"
     params:
+        study="apjn",
         plot=lambda wildcards: f"plot_{wildcards.figure}",
     script:
-        "../scripts/apjn_figure.py"
+        "../scripts/table_figure.py"

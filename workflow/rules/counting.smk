@@ -84,8 +84,11 @@ rule counting_geometry_figure:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        study="counting",
+        plot="plot_geometry",
     script:
-        "../scripts/counting_geometry_figure.py"
+        "../scripts/table_figure.py"
 
 
 rule counting_bmin_figure:
@@ -135,8 +138,11 @@ rule counting_training_figure:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        study="counting",
+        plot="plot_training",
     script:
-        "../scripts/counting_training_figure.py"
+        "../scripts/table_figure.py"
 
 
 rule counting_constrained_figure:

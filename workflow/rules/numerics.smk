@@ -86,6 +86,7 @@ rule numerics_figure:
     conda:
         "../../envs/pipeline.yaml"
     params:
+        study="numerics",
         plot=lambda wildcards: f"{wildcards.figure}_figure",
     script:
-        "../scripts/numerics_figure.py"
+        "../scripts/table_figure.py"

@@ -17,16 +17,9 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from transformer_stability.config import numerics_model_name
+from transformer_stability.config import GPT2_SIZES, numerics_model_name
 from transformer_stability.numerics.rounding import Precision
 
-# (layers, width, heads) of the released GPT-2 family
-GPT2_SIZES = {
-    "gpt2": (12, 768, 12),
-    "gpt2-medium": (24, 1024, 16),
-    "gpt2-large": (36, 1280, 20),
-    "gpt2-xl": (48, 1600, 25),
-}
 GPT2_VOCAB = 50257
 GPT2_POSITIONS = 1024
 
