@@ -11,13 +11,26 @@ configfile: f"{workflow.basedir}/config.yaml"
 report: "workflow/report/workflow.rst"
 
 
+# Chunks per sweep: every sweep item is a job once a chunk holds one item. The local default runs
+# a couple of chunks per sweep (a process start with torch costs seconds on a laptop); the SLURM
+# profile raises them with `set-scatter` so that every item is its own cluster job.
+scattergather:
+    apjn_curves=2,
+    apjn_end_to_end=2,
+    apjn_train=2,
+    numerics_gpt2=2,
+    counting_train=2,
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/apjn.smk"
 include: "workflow/rules/numerics.smk"
 include: "workflow/rules/counting.smk"
+include: "workflow/rules/gather.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
     default_target: True
     input:
-        figure_targets(),
+        [figure.pdf for study in config["studies"] for figure in study_figures(study)],

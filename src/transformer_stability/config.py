@@ -1,39 +1,24 @@
 """Validate the pipeline config against its JSON schema before any job runs.
 
-Errors name the offending key as a dotted path (``apjn.variants[1].alpha``) and, for enums,
+Snakemake's own `validate` checks the config and fills in the schema's defaults; when it
+fails, every violation is listed in our words instead of its first one in jsonschema's. Errors
+name the offending key as a dotted path (``apjn.variants[1].alpha``) and, for enums,
 the allowed values, so a typo in a preset stops the run with one readable message.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema import Draft202012Validator, ValidationError
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
 
 
 class ConfigError(ValueError):
     """The config does not satisfy the schema or a cross-key constraint."""
-
-
-def _with_defaults(base: type) -> type:
-    """A validator class that fills in schema defaults while it validates."""
-    check_properties = base.VALIDATORS["properties"]
-
-    def fill_then_check(validator, properties, instance, schema) -> Iterator[ValidationError]:
-        if isinstance(instance, dict):
-            for name, sub in properties.items():
-                if "default" in sub and name not in instance:
-                    instance[name] = copy.deepcopy(sub["default"])
-        yield from check_properties(validator, properties, instance, schema)
-
-    return validators.extend(base, {"properties": fill_then_check})
-
-
-_Filling = _with_defaults(Draft202012Validator)
 
 
 def _key(path) -> str:
@@ -161,13 +146,17 @@ def load_schema(path: str | Path) -> dict[str, Any]:
         return yaml.safe_load(handle)
 
 
-def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def validate_config(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """Fill defaults into `config` in place and check it; raise ConfigError listing every
     problem. Returns the same dict for convenience."""
-    errors = sorted(_Filling(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
-    messages = [_describe(e) for e in errors]
-    if not messages:
-        messages = _cross_key_errors(config)
+    try:
+        validate(config, str(Path(schema_path).resolve()), set_default=True)
+    except WorkflowError:
+        validator = Draft202012Validator(load_schema(schema_path))
+        errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+        messages = [_describe(e) for e in errors] or ["the config does not match the schema"]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages)) from None
+    messages = _cross_key_errors(config)
     if messages:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     return config

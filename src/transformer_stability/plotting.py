@@ -1,6 +1,11 @@
-"""Shared figure style: Agg backend, one seaborn theme, colours that identify variants."""
+"""Shared figure machinery: Agg backend, one seaborn theme, colours that identify variants, and
+the declaration every figure of the registry (`registry.py`) is made of."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -10,10 +15,32 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.colors import Colormap  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-PRE_LN_COLOR = "black"
-_NORM_CMAPS = {"derf": "viridis", "dyt": "Oranges"}
-NORM_LINESTYLES = {"ln": "-", "derf": "-", "dyt": "--"}
+from transformer_stability.vocabulary import NORM_CMAPS, PRE_LN_COLOR  # noqa: E402
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One paper figure, declared once: the registry, `rule all`, the plot rule, the report and
+    the README follow from it.
+
+    `tables` maps each keyword argument of `plot` to the table it is drawn from (the output of
+    a data rule); `caption` is reST with Jinja fields over the run's `config`; `labels` gives
+    the report labels of the figure for a config.
+    """
+
+    name: str  # results/figures/<name>.pdf and .png
+    code: str  # the paper-figure code, e.g. "A3"
+    study: str  # apjn | numerics | counting
+    tables: Mapping[str, str]
+    plot: Callable[..., Figure]
+    caption: str
+    labels: Callable[[dict[str, Any]], dict[str, str]]
+
+    @property
+    def pdf(self) -> str:
+        return f"results/figures/{self.name}.pdf"
 
 
 def set_style() -> None:
@@ -29,9 +56,8 @@ def variant_colors(norm_alphas: list[tuple[str, float | None]]) -> dict[tuple, o
         if norm == "ln":
             colors[("ln", None)] = PRE_LN_COLOR
             continue
-        cmap: Colormap = plt.get_cmap(_NORM_CMAPS[norm])
-        # stay away from the colour maps' palest end so every line is visible on white
-        lo, hi = (0.15, 0.85) if norm == "derf" else (0.5, 0.95)
+        name, lo, hi = NORM_CMAPS[norm]
+        cmap: Colormap = plt.get_cmap(name)
         for alpha, pos in zip(alphas, np.linspace(lo, hi, max(len(alphas), 1)), strict=True):
             colors[(norm, alpha)] = cmap(pos if len(alphas) > 1 else hi)
     return colors

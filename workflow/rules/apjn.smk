@@ -1,20 +1,40 @@
-# Study A: signal propagation at initialization (shared/specs/apjn.md).
-# Heavy rules write tidy tables; plot rules only read them.
-
-NORM_NAMES = {"ln": "pre-LN", "derf": "Derf", "dyt": "DyT"}
-# The models of config['apjn']['variants'], as a report label: "pre-LN, Derf α=1, DyT α=1".
-APJN_MODELS = ", ".join(
-    NORM_NAMES[v["norm"]] + (f" α={v['alpha']:g}" if v.get("alpha") else "")
-    for v in config["apjn"]["variants"]
+# Study A: signal propagation at initialization. Theory rules write the mean-field tables; every
+# measured model and every training run is a sweep item (transformer_stability/apjn/items.py),
+# computed in chunk jobs and gathered into one table per sweep.
+from transformer_stability.apjn.items import (
+    curve_items,
+    depth_items,
+    sensitivity_items,
+    train_items,
 )
-# The trained models, e.g. "pre-LN, Derf, DyT (α₀ = 0.1, 1, 8)".
-APJN_TRAINED = "pre-LN, {} (α₀ = {})".format(
-    ", ".join(NORM_NAMES[norm] for norm in config["apjn"]["train"]["norms"]),
-    ", ".join(f"{alpha:g}" for alpha in config["apjn"]["train"]["alphas"]),
+from transformer_stability.apjn.study import ApjnStudy
+
+APJN_STUDY = ApjnStudy.from_config(config["apjn"])
+APJN_CURVES = sweep(
+    "apjn_curves",
+    curve_items(config["apjn"], config["seed"]),
+    {"apjn/measured_curves": "results/apjn/items/curves/{chunk}.csv"},
+)
+APJN_SENSITIVITY = sweep(
+    "apjn_end_to_end",
+    sensitivity_items(config["apjn"], config["seed"]),
+    {"apjn/sensitivity": "results/apjn/items/sensitivity/{chunk}.csv"},
+)
+APJN_DEPTH = sweep(
+    "apjn_end_to_end",
+    depth_items(config["apjn"], config["seed"]),
+    {"apjn/depth_measured": "results/apjn/items/depth/{chunk}.csv"},
+)
+APJN_TRAIN = sweep(
+    "apjn_train",
+    train_items(config["apjn"], config["seed"]),
+    {"apjn/trainability": "results/apjn/items/train/{chunk}.csv"},
 )
 
 
 rule apjn_theory_curves:
+    input:
+        sources=code("apjn_theory_curves.py"),
     output:
         "results/apjn/theory_curves.csv",
     log:
@@ -24,16 +44,19 @@ rule apjn_theory_curves:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "theory"),
+        study=APJN_STUDY,
         seed=config["seed"],
     script:
         "../scripts/apjn_theory_curves.py"
 
 
 rule apjn_theory_depth:
+    input:
+        sources=code("apjn_theory_depth.py"),
     output:
         depth="results/apjn/theory_depth.csv",
         asymptotics="results/apjn/asymptotics.csv",
+        laws="results/apjn/depth_laws.csv",
     log:
         "results/logs/apjn/theory_depth.log",
     benchmark:
@@ -41,155 +64,104 @@ rule apjn_theory_depth:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "theory"),
+        study=APJN_STUDY,
         seed=config["seed"],
     script:
         "../scripts/apjn_theory_depth.py"
 
 
-rule apjn_theory_curves_figure:
+rule apjn_curves:
     input:
-        "results/apjn/theory_curves.csv",
+        sources=code("apjn_curves.py"),
     output:
-        pdf=report(
-            "results/figures/apjn_theory_curves.pdf",
-            caption="../report/apjn_theory_curves.rst",
-            category="Study A: signal propagation",
-            labels={
-                "figure": "theory",
-                "quantity": "APJN vs block (mean-field theory)",
-                "models": APJN_MODELS,
-                "input": "permutation-symmetric",
-            },
-        ),
-        png="results/figures/apjn_theory_curves.png",
+        "results/apjn/items/curves/{chunk}.csv",
     log:
-        "results/logs/apjn/theory_curves_figure.log",
-    localrule: True
-    conda:
-        "../../envs/pipeline.yaml"
-    script:
-        "../scripts/apjn_theory_curves_figure.py"
-
-
-rule apjn_depth_scaling_figure:
-    input:
-        depth="results/apjn/theory_depth.csv",
-        asymptotics="results/apjn/asymptotics.csv",
-        measured="results/apjn/depth_measured.csv",
-    output:
-        pdf=report(
-            "results/figures/apjn_depth_scaling.pdf",
-            caption="../report/apjn_depth_scaling.rst",
-            category="Study A: signal propagation",
-            labels={
-                "figure": "A4",
-                "quantity": "end-to-end APJN vs depth",
-                "models": APJN_MODELS,
-                "input": "permutation-symmetric",
-            },
-        ),
-        png="results/figures/apjn_depth_scaling.png",
-    log:
-        "results/logs/apjn/depth_scaling_figure.log",
-    localrule: True
-    conda:
-        "../../envs/pipeline.yaml"
-    script:
-        "../scripts/apjn_depth_scaling_figure.py"
-
-
-rule apjn_measured_curves:
-    output:
-        "results/apjn/measured_curves.csv",
-    log:
-        "results/logs/apjn/measured_curves.log",
+        "results/logs/apjn/curves/{chunk}.log",
     benchmark:
-        "results/benchmarks/apjn/measured_curves.tsv"
+        "results/benchmarks/apjn/curves/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(APJN_CURVES),
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     resources:
-        gpu=1,
+        gpu=GPU_TOKENS,
     params:
-        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "measure", "images"),
-        seed=config["seed"],
+        chunk_items=lambda wildcards: APJN_CURVES[wildcards.chunk],
         device=config["device"],
-        measurement="measured_curves",
-        dtype=config["apjn"]["measure"]["dtype"],
     script:
-        "../scripts/apjn_measure.py"
+        "../scripts/apjn_curves.py"
 
 
 rule apjn_sensitivity:
+    input:
+        sources=code("apjn_end_to_end.py"),
     output:
-        "results/apjn/sensitivity.csv",
+        "results/apjn/items/sensitivity/{chunk}.csv",
     log:
-        "results/logs/apjn/sensitivity.log",
+        "results/logs/apjn/sensitivity/{chunk}.log",
     benchmark:
-        "results/benchmarks/apjn/sensitivity.tsv"
+        "results/benchmarks/apjn/sensitivity/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(APJN_SENSITIVITY),
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     resources:
-        gpu=1,
+        gpu=GPU_TOKENS,
     params:
-        apjn=apjn_params(*APJN_MODEL_KEYS, "measure", "sensitivity"),
-        seed=config["seed"],
+        chunk_items=lambda wildcards: APJN_SENSITIVITY[wildcards.chunk],
         device=config["device"],
-        measurement="sensitivity",
-        dtype=config["apjn"]["measure"]["dtype"],
     script:
-        "../scripts/apjn_measure.py"
+        "../scripts/apjn_end_to_end.py"
 
 
-rule apjn_depth_measured:
+rule apjn_depth_points:
+    input:
+        sources=code("apjn_end_to_end.py"),
     output:
-        "results/apjn/depth_measured.csv",
+        "results/apjn/items/depth/{chunk}.csv",
     log:
-        "results/logs/apjn/depth_measured.log",
+        "results/logs/apjn/depth/{chunk}.log",
     benchmark:
-        "results/benchmarks/apjn/depth_measured.tsv"
+        "results/benchmarks/apjn/depth/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(APJN_DEPTH),
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     resources:
-        gpu=1,
+        gpu=GPU_TOKENS,
     params:
-        apjn=apjn_params(*APJN_MODEL_KEYS, "variants", "measure", "depth_scaling"),
-        seed=config["seed"],
+        chunk_items=lambda wildcards: APJN_DEPTH[wildcards.chunk],
         device=config["device"],
-        measurement="depth_points",
-        dtype=config["apjn"]["measure"]["dtype"],
     script:
-        "../scripts/apjn_measure.py"
+        "../scripts/apjn_end_to_end.py"
 
 
-rule apjn_trainability:
+rule apjn_train:
+    input:
+        sources=code("apjn_train.py"),
     output:
-        "results/apjn/trainability.csv",
+        "results/apjn/items/train/{chunk}.csv",
     log:
-        "results/logs/apjn/trainability.log",
+        "results/logs/apjn/train/{chunk}.log",
     benchmark:
-        "results/benchmarks/apjn/trainability.tsv"
+        "results/benchmarks/apjn/train/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(APJN_TRAIN),
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     resources:
-        gpu=1,
+        gpu=GPU_TOKENS,
     params:
-        apjn=apjn_params("train"),
-        seed=config["seed"],
+        chunk_items=lambda wildcards: APJN_TRAIN[wildcards.chunk],
         device=config["device"],
-        measurement="trainability",
-        dtype="float32",
     script:
-        "../scripts/apjn_measure.py"
+        "../scripts/apjn_train.py"
 
 
 rule apjn_agreement:
     input:
-        "results/apjn/measured_curves.csv",
+        curves="results/apjn/measured_curves.csv",
+        sources=code("apjn_agreement.py"),
     output:
         "results/apjn/agreement.csv",
     log:
@@ -199,61 +171,3 @@ rule apjn_agreement:
         "../../envs/pipeline.yaml"
     script:
         "../scripts/apjn_agreement.py"
-
-
-# The table each measured-data figure is drawn from.
-APJN_FIGURE_TABLES = {
-    "permsym": "results/apjn/measured_curves.csv",
-    "images": "results/apjn/measured_curves.csv",
-    "token_stats": "results/apjn/measured_curves.csv",
-    "gmfe": "results/apjn/agreement.csv",
-    "sensitivity": "results/apjn/sensitivity.csv",
-    "trainability": "results/apjn/trainability.csv",
-}
-# Report labels of each measured-data figure (same keys as the other Study A figures).
-APJN_FIGURE_LABELS = {
-    figure: dict(zip(("figure", "quantity", "models", "input"), labels))
-    for figure, labels in {
-        "permsym": ("A1", "APJN vs block", APJN_MODELS, "permutation-symmetric"),
-        "images": ("A2", "per-image APJN vs block", APJN_MODELS, "natural images"),
-        "gmfe": ("A3", "GMFE by depth region", APJN_MODELS, "both"),
-        "sensitivity": (
-            "A5",
-            "end-to-end APJN vs α₀ and init multipliers",
-            "Derf, DyT (α₀ sweep); pre-LN, Derf (multipliers)",
-            "permutation-symmetric",
-        ),
-        "token_stats": ("A6", "token statistics q, p/q vs block", APJN_MODELS, "both"),
-        "trainability": (
-            "A7",
-            "loss and accuracy after training",
-            APJN_TRAINED,
-            f"{config['apjn']['train']['data']['source']} task",
-        ),
-    }.items()
-}
-
-
-rule apjn_measured_figure:
-    input:
-        lambda wildcards: APJN_FIGURE_TABLES[wildcards.figure],
-    output:
-        pdf=report(
-            "results/figures/apjn_{figure}.pdf",
-            caption="../report/apjn_measured_figure.rst",
-            category="Study A: signal propagation",
-            labels=lambda wildcards: APJN_FIGURE_LABELS[wildcards.figure],
-        ),
-        png="results/figures/apjn_{figure}.png",
-    log:
-        "results/logs/apjn/{figure}_figure.log",
-    wildcard_constraints:
-        figure="|".join(APJN_FIGURE_TABLES),
-    localrule: True
-    conda:
-        "../../envs/pipeline.yaml"
-    params:
-        study="apjn",
-        plot=lambda wildcards: f"plot_{wildcards.figure}",
-    script:
-        "../scripts/table_figure.py"

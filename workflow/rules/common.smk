@@ -1,117 +1,56 @@
-# Config validation and the list of figure targets, shared by every study module.
+# Config validation and the helpers every study module uses: sweep chunks, rerun-on-code inputs.
+import re
+from pathlib import Path
+
 from snakemake.exceptions import WorkflowError
 
-from transformer_stability.config import (
-    ConfigError,
-    load_schema,
-    numerics_model_name,
-    validate_config,
-)
+from transformer_stability.config import ConfigError, validate_config
+from transformer_stability.registry import FIGURES, study_figures
+from transformer_stability.vocabulary import STUDY_CATEGORIES
+from transformer_stability.sources import module_sources, script_sources
+from transformer_stability.sweeps import chunk_items
 
 try:
-    validate_config(
-        config, load_schema(f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
-    )
+    validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
-# Figure targets per study; `rule all` builds those of the studies in config['studies'].
-STUDY_FIGURES = {
-    "apjn": [
-        "results/figures/apjn_theory_curves.pdf",
-        "results/figures/apjn_permsym.pdf",
-        "results/figures/apjn_images.pdf",
-        "results/figures/apjn_gmfe.pdf",
-        "results/figures/apjn_depth_scaling.pdf",
-        "results/figures/apjn_sensitivity.pdf",
-        "results/figures/apjn_token_stats.pdf",
-        "results/figures/apjn_trainability.pdf",
-    ],
-    "numerics": [
-        f"results/figures/numerics_{figure}.pdf"
-        for figure in (
-            "errors",
-            "stream",
-            "alpha",
-            "weights",
-            "norms",
-            "softmax",
-            "lipschitz",
-            "recursion",
-        )
-    ],
-    "counting": [
-        "results/figures/counting_geometry.pdf",
-        "results/figures/counting_bmin.pdf",
-        "results/figures/counting_training.pdf",
-        "results/figures/counting_constrained.pdf",
-        "results/figures/counting_exponents.pdf",
-    ],
-}
+
+def chunks(name, items):
+    """The sweep's items by chunk name, as many chunks as `scattergather` (or the profile's
+    `set-scatter`) gives sweep `name`, at most one per item."""
+    count = len(getattr(scatter, name)("{scatteritem}"))
+    return chunk_items(items, count)
 
 
-def figure_targets():
-    """Every figure of the studies switched on in config['studies']."""
-    return [path for study in config["studies"] for path in STUDY_FIGURES[study]]
+def code(script):
+    """The package modules a workflow script imports: a rule's inputs, so that editing one
+    reruns exactly the jobs that run it."""
+    return script_sources(f"{workflow.basedir}/workflow/scripts/{script}")
 
 
-# Study A rules take only the parts of config['apjn'] they read, so that changing, say, the
-# training schedule does not rerun the APJN measurements.
-APJN_MODEL_KEYS = ("model", "attn_mult", "mlp_mult", "input")
+def one_of(names):
+    """A wildcard constraint matching exactly these names."""
+    return "|".join(re.escape(name) for name in names)
 
 
-def apjn_params(*keys):
-    """The given sections of config['apjn'], as a rule's params."""
-    return {key: config["apjn"][key] for key in keys}
+# Jobs that may use the GPU hold a `gpu` token (profiles/default allows one) when a GPU can be
+# there; on a machine without one they run side by side on the CPU cores.
+GPU_TOKENS = int(
+    config["device"] == "cuda"
+    or (config["device"] == "auto" and Path("/dev/nvidiactl").exists())
+)
 
 
-# Study N: one heavy GPT-2 job per configured model; each figure reads one table.
-NUMERICS_MODELS = [
-    numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
-]
-NUMERICS_FIGURE_DATA = {
-    "errors": "results/numerics/gpt2_errors.csv",
-    "stream": "results/numerics/gpt2_errors.csv",
-    "alpha": "results/numerics/gpt2_errors.csv",
-    "weights": "results/numerics/gpt2_weights.csv",
-    "norms": "results/numerics/norms.csv",
-    "softmax": "results/numerics/softmax.csv",
-    "lipschitz": "results/numerics/lipschitz.csv",
-    "recursion": "results/numerics/gpt2_recursion.csv",
-}
+# Gathered tables of the sweeps: "<study>/<table>" -> (chunk table pattern, item ids in sweep
+# order, chunk names). workflow/rules/gather.smk turns each into one gather job.
+GATHERED = {}
 
 
-# Report labels of each Study N figure: what it shows, and the models and formats it covers.
-NUMERICS_FIGURE_LABELS = {
-    figure: {
-        "figure": code,
-        "quantity": quantity,
-        "models": ", ".join(NUMERICS_MODELS) if gpt2 else "synthetic",
-        "precision": ", ".join(config["numerics"]["precisions"]) if gpt2 else precision,
-    }
-    for figure, (code, quantity, gpt2, precision) in {
-        "errors": ("N1", "relative error vs residual add", True, None),
-        "stream": ("N2", "residual-stream size vs residual add", True, None),
-        "alpha": ("N3", "output error vs residual scaling", True, None),
-        "weights": ("N4", "weight magnitudes per block", True, None),
-        "norms": (
-            "N5",
-            "LayerNorm vs RMSNorm under an outlier",
-            False,
-            ", ".join(f"m{b}" for b in config["numerics"]["norms"]["mantissa_bits"]),
-        ),
-        "softmax": (
-            "N6",
-            "softmax error vs sink mass and offset",
-            False,
-            f"m{config['numerics']['softmax']['mantissa_bits']}",
-        ),
-        "lipschitz": ("N7", "attention Lipschitz constant vs length", False, "float64"),
-        "recursion": ("N8", "error recursion bound vs measured", True, None),
-    }.items()
-}
-
-
-def numerics_params(*keys):
-    """The given sections of config['numerics'], as a rule's params."""
-    return {key: config["numerics"][key] for key in keys}
+def sweep(name, items, tables):
+    """Chunk a sweep (see `chunks`) and register the tables its chunks write, {gathered table:
+    chunk table pattern}; returns the items by chunk name."""
+    chunked = chunks(name, items)
+    for table, pattern in tables.items():
+        GATHERED[table] = (pattern, [item.id for item in items], list(chunked))
+    return chunked

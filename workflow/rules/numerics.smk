@@ -1,5 +1,16 @@
 # Study N: numerical stability of mixed-precision inference (shared/specs/numerics.md).
 # Heavy rules (GPT-2 runs, synthetic bound experiments) write tidy tables; plot rules only read.
+from transformer_stability.config import numerics_model_name
+
+NUMERICS_MODELS = [
+    numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
+]
+
+
+def numerics_params(*keys):
+    """The given sections of config['numerics'], as a rule's params."""
+    return {key: config["numerics"][key] for key in keys}
+
 
 
 rule numerics_gpt2:
@@ -17,7 +28,7 @@ rule numerics_gpt2:
         "../../envs/pipeline.yaml"
     threads: workflow.cores
     resources:
-        gpu=1,
+        gpu=GPU_TOKENS,
     params:
         numerics=numerics_params("models", "inputs", "alphas", "precisions"),
         seed=config["seed"],
@@ -65,28 +76,3 @@ rule numerics_bounds:
         seed=config["seed"],
     script:
         "../scripts/numerics_bounds.py"
-
-
-rule numerics_figure:
-    input:
-        lambda wildcards: NUMERICS_FIGURE_DATA[wildcards.figure],
-    output:
-        pdf=report(
-            "results/figures/numerics_{figure}.pdf",
-            caption="../report/numerics_figure.rst",
-            category="Study N: numerics",
-            labels=lambda wildcards: NUMERICS_FIGURE_LABELS[wildcards.figure],
-        ),
-        png="results/figures/numerics_{figure}.png",
-    log:
-        "results/logs/numerics/figure_{figure}.log",
-    wildcard_constraints:
-        figure="|".join(NUMERICS_FIGURE_DATA),
-    localrule: True
-    conda:
-        "../../envs/pipeline.yaml"
-    params:
-        study="numerics",
-        plot=lambda wildcards: f"{wildcards.figure}_figure",
-    script:
-        "../scripts/table_figure.py"

@@ -1,10 +1,10 @@
 """Rule apjn_agreement: GMFE of measured vs theory curves per sample and depth region."""
 
-from transformer_stability.apjn.experiment import agreement
+from transformer_stability.apjn.agreement import agreement
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 
 setup_logging(snakemake.log[0])
-curves = read_table(snakemake.input[0])
+curves = read_table(snakemake.input.curves)
 provenance = curves[["seed", "device", "dtype", "versions"]].iloc[[0]].to_dict("records")[0]
 write_table(agreement(curves).assign(**provenance), snakemake.output[0])

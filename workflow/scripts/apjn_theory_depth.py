@@ -1,13 +1,16 @@
-"""Rule apjn_theory_depth: end-to-end APJN vs depth and the asymptotic fits -> tidy CSVs."""
+"""Rule apjn_theory_depth: end-to-end APJN vs depth with its local slopes, the asymptotic fits
+and the fitted and closed-form law lines -> tidy CSVs."""
 
-from transformer_stability.apjn.study import ApjnStudy, depth_scaling
+from transformer_stability.apjn.study import depth_scaling
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-depth, asymptotics = depth_scaling(ApjnStudy.from_config(snakemake.params.apjn))
-for table, path in ((depth, snakemake.output.depth), (asymptotics, snakemake.output.asymptotics)):
+names = ("depth", "asymptotics", "laws")
+tables = dict(zip(names, depth_scaling(snakemake.params.study), strict=True))
+for name, table in tables.items():
     write_table(
-        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"), path
+        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+        snakemake.output[name],
     )

@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from transformer_stability.apjn.study import NORM_LABELS, Variant
-from transformer_stability.plotting import NORM_LINESTYLES, set_style, variant_colors
+from transformer_stability.plotting import FigureSpec, set_style, variant_colors
+from transformer_stability.vocabulary import (
+    NORM_COLORS,
+    NORM_LABELS,
+    NORM_LINESTYLES,
+    NORM_ORDER,
+    variant_label,
+)
 
-_ORDER = {"ln": 0, "derf": 1, "dyt": 2}
+
+@dataclass(frozen=True)
+class Variant:
+    """A (norm, alpha) pair as the tables hold it, with its legend label."""
+
+    norm: str
+    alpha: float | None
+
+    @property
+    def label(self) -> str:
+        return variant_label(self.norm, self.alpha)
 
 
 def _variants(table: pd.DataFrame) -> list[Variant]:
     pairs = table[["norm", "alpha"]].drop_duplicates().itertuples(index=False)
     found = [Variant(n, None if pd.isna(a) else float(a)) for n, a in pairs]
-    return sorted(found, key=lambda v: (_ORDER[v.norm], v.alpha or 0.0))
+    return sorted(found, key=lambda v: (NORM_ORDER[v.norm], v.alpha or 0.0))
 
 
 def _select(table: pd.DataFrame, variant: Variant) -> pd.DataFrame:
@@ -63,25 +81,11 @@ def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Serie
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
-def _law_curves(
-    x: np.ndarray, log_j: np.ndarray, fit: pd.Series, transform
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ln J of the fitted law and of the predicted slope over the fit window, in the law's
-    linearizing variable t = transform(L); the prediction passes through the curve at the
-    window's start."""
-    lo, hi = fit["fit_min_depth"], fit["fit_max_depth"]
-    window = x[(x >= lo) & (x <= hi)]
-    t = transform(window)
-    fitted = fit["fit_intercept"] + fit["fitted"] * t
-    predicted = np.interp(lo, x, log_j) + fit["predicted"] * (t - transform(lo))
-    return window, fitted, predicted
-
-
 def plot_depth_scaling(
-    depth: pd.DataFrame, asymptotics: pd.DataFrame, measured: pd.DataFrame | None = None
+    depth: pd.DataFrame, asymptotics: pd.DataFrame, laws: pd.DataFrame, measured: pd.DataFrame
 ) -> Figure:
     """A4: end-to-end J^{L,0} vs L. Top: pre-LN on log-log axes (power law) and the saturating
-    maps as ln J vs sqrt(L) (stretched exponential), fits and predictions drawn, measured
+    maps as ln J vs sqrt(L) (stretched exponential), fitted and closed-form laws drawn, measured
     points (mean over samples) overlaid. Bottom: the local slopes converging to the closed
     forms."""
     set_style()
@@ -91,18 +95,18 @@ def plot_depth_scaling(
     (ax_pow, ax_sqrt), (ax_pow_local, ax_sqrt_local) = fig.subplots(2, 2, sharex="col")
     for variant in variants:
         part = _select(depth, variant).sort_values("depth")
+        law = _select(laws, variant).sort_values("depth")
         x, log_j = part["depth"].to_numpy(float), part["log_apjn"].to_numpy()
         color = colors[(variant.norm, variant.alpha)]
         points = None
-        if measured is not None and not _select(measured, variant).empty:
+        if not _select(measured, variant).empty:
             points = _sample_mean(_select(measured, variant), "depth", ["apjn"])
         if variant.norm == "ln":
             fit = _fit(asymptotics, variant, "power_law_exponent")
             label = f"{variant.label}: ζ fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
-            window, fitted, predicted = _law_curves(x, log_j, fit, np.log)
             ax_pow.plot(x, np.exp(log_j), color=color, label=label)
-            ax_pow.plot(window, np.exp(fitted), ":", color=color, lw=2.2)
-            ax_pow.plot(window, np.exp(predicted), "--", color=color, lw=1.0)
+            ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
+            ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
             if points is not None:
                 ax_pow.plot(
                     points["depth"],
@@ -113,15 +117,15 @@ def plot_depth_scaling(
                     mfc="white",
                     label=f"{variant.label}: measured",
                 )
-            ax_pow_local.plot(x, np.gradient(log_j, np.log(x)), color=color)
+            ax_pow_local.plot(x, part["local_slope"], color=color)
             ax_pow_local.axhline(fit["predicted"], color=color, ls="--", lw=1.0)
         else:
             fit = _fit(asymptotics, variant, "sqrt_depth_slope")
             label = f"{variant.label}: slope fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
-            window, fitted, predicted = _law_curves(x, log_j, fit, np.sqrt)
+            root = np.sqrt(law["depth"])
             ax_sqrt.plot(np.sqrt(x), log_j, color=color, label=label)
-            ax_sqrt.plot(np.sqrt(window), fitted, ":", color=color, lw=2.2)
-            ax_sqrt.plot(np.sqrt(window), predicted, "--", color=color, lw=1.0)
+            ax_sqrt.plot(root, law["fitted_log_apjn"], ":", color=color, lw=2.2)
+            ax_sqrt.plot(root, law["predicted_log_apjn"], "--", color=color, lw=1.0)
             if points is not None:
                 ax_sqrt.plot(
                     np.sqrt(points["depth"]),
@@ -131,7 +135,7 @@ def plot_depth_scaling(
                     ms=3,
                     mfc="white",
                 )
-            ax_sqrt_local.plot(np.sqrt(x), np.gradient(log_j, np.sqrt(x)), color=color)
+            ax_sqrt_local.plot(np.sqrt(x), part["local_slope"], color=color)
             ax_sqrt_local.axhline(fit["predicted"], color=color, ls="--", lw=1.0)
     ax_pow.set_xscale("log")
     ax_pow.set_yscale("log")
@@ -310,11 +314,11 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
             x = "alpha" if sweep == "alpha" else sweep
             stats = _sample_mean(rows, x, ["apjn", "apjn_theory"])
             if sweep == "alpha":
-                color, label = colors_for_norm(norm), NORM_LABELS[norm]
+                color, label = NORM_COLORS[norm], NORM_LABELS[norm]
             else:
                 alpha = rows["alpha"].iloc[0]
                 variant = Variant(norm, None if pd.isna(alpha) else float(alpha))
-                color, label = colors_for_norm(norm), variant.label
+                color, label = NORM_COLORS[norm], variant.label
             ax.plot(stats[x], stats["apjn_theory_mean"], color=color, label=f"{label} theory")
             ax.errorbar(
                 stats[x],
@@ -336,15 +340,6 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
     depth, width = int(table["depth"].iloc[0]), int(table["width"].iloc[0])
     fig.suptitle(f"sensitivity of the end-to-end APJN to init (d = {width}, L = {depth})")
     return fig
-
-
-def colors_for_norm(norm: str) -> object:
-    """One representative colour per norm for plots that sweep alpha."""
-    return {
-        "ln": "black",
-        "derf": sns.color_palette("viridis", 5)[2],
-        "dyt": sns.color_palette("Oranges", 5)[4],
-    }[norm]
 
 
 def plot_token_stats(curves: pd.DataFrame) -> Figure:
@@ -406,7 +401,7 @@ def plot_trainability(table: pd.DataFrame) -> Figure:
                 rows = part[part["norm"] == norm]
                 if rows.empty:
                     continue
-                color = colors_for_norm(norm)
+                color = NORM_COLORS[norm]
                 name = f"{NORM_LABELS[norm]}, mult {mult:g}"
                 if norm == "ln":
                     ax.axhline(
@@ -442,3 +437,178 @@ def plot_trainability(table: pd.DataFrame) -> Figure:
         "(x: diverged)"
     )
     return fig
+
+
+# --- the registry's declarations of Study A's figures (see transformer_stability/registry.py) ---
+
+
+def _models(config: dict) -> str:
+    """The configured variants as a report label: 'pre-LN, Derf α=1, DyT α=1'."""
+    return ", ".join(variant_label(v["norm"], v.get("alpha")) for v in config["apjn"]["variants"])
+
+
+def _labels(code: str, quantity: str, input_kind: str, models=_models):
+    return lambda config: {
+        "figure": code,
+        "quantity": quantity,
+        "models": models(config),
+        "input": input_kind,
+    }
+
+
+def _trained(config: dict) -> str:
+    train = config["apjn"]["train"]
+    norms = ", ".join(NORM_LABELS[norm] for norm in train["norms"])
+    return f"pre-LN, {norms} (α₀ = {', '.join(f'{a:g}' for a in train['alphas'])})"
+
+
+FIGURES = (
+    FigureSpec(
+        name="apjn_theory_curves",
+        code="A1-theory",
+        study="apjn",
+        tables={"curves": "results/apjn/theory_curves.csv"},
+        plot=plot_theory_curves,
+        caption="""\
+Mean-field APJN at initialization for a ViT of width {{ config["apjn"]["model"]["width"] }} and
+depth {{ config["apjn"]["model"]["depth"] }} with permutation-symmetric input (q0 =
+{{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}). Left: backward
+curve J^{L,b} (sensitivity of the last block output to block b); right: forward curve J^{b,0}.
+Pre-LN (black) grows as a power law; the saturating maps Derf (viridis, by alpha) and DyT
+(orange, dashed) grow as stretched exponentials whose rate rises with alpha. Data:
+results/apjn/theory_curves.csv.
+""",
+        labels=_labels("A1-theory", "APJN vs block (mean-field theory)", "permutation-symmetric"),
+    ),
+    FigureSpec(
+        name="apjn_permsym",
+        code="A1",
+        study="apjn",
+        tables={"curves": "results/apjn/measured_curves.csv"},
+        plot=plot_permsym,
+        caption="""\
+A1. APJN of random-init timm ViTs (width {{ config["apjn"]["model"]["width"] }}, depth
+{{ config["apjn"]["model"]["depth"] }}, ReLU MLPs, eval mode) on permutation-symmetric input
+written into block 0 (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
+{{ config["apjn"]["input"]["p0"] }}). Dots: Hutchinson estimates (mean over input samples, bars:
+their spread); lines: the infinite-width recursion seeded with the measured (q, p) at the source
+block and the mean-field constants read off the built weights. Left: backward J^{L,b}, right:
+forward J^{b,0}. Data: results/apjn/measured_curves.csv (input = equiangular).
+""",
+        labels=_labels("A1", "APJN vs block", "permutation-symmetric"),
+    ),
+    FigureSpec(
+        name="apjn_images",
+        code="A2",
+        study="apjn",
+        tables={"curves": "results/apjn/measured_curves.csv"},
+        plot=plot_images,
+        caption="""\
+A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
+{{ config["apjn"]["images"]["count"] }} images) fed through the patch embedding. Each colour is
+one image: dots are measured, lines are the theory seeded with that image's own token statistics
+(q, p) at the source block. Top: backward J^{L,b}; bottom: forward from block
+{{ config["apjn"]["images"]["forward_source_block"] }}. Real images break the permutation
+symmetry the theory assumes (CLS token, position embeddings, structured patches), so agreement
+is expected to be looser than in A1. Data: results/apjn/measured_curves.csv (input = images).
+""",
+        labels=_labels("A2", "per-image APJN vs block", "natural images"),
+    ),
+    FigureSpec(
+        name="apjn_gmfe",
+        code="A3",
+        study="apjn",
+        tables={"agreement": "results/apjn/agreement.csv"},
+        plot=plot_gmfe,
+        caption="""\
+A3. Agreement between measured and theoretical APJN curves: geometric mean fold error GMFE =
+exp(mean of abs(ln(measured / theory))) over the blocks of each third of the depth (shallow,
+middle, deep), one dot per (sample, model), for both input kinds and both directions. The dashed
+line marks 1.05. Data: results/apjn/agreement.csv.
+""",
+        labels=_labels("A3", "GMFE by depth region", "both"),
+    ),
+    FigureSpec(
+        name="apjn_depth_scaling",
+        code="A4",
+        study="apjn",
+        tables={
+            "depth": "results/apjn/theory_depth.csv",
+            "asymptotics": "results/apjn/asymptotics.csv",
+            "laws": "results/apjn/depth_laws.csv",
+            "measured": "results/apjn/depth_measured.csv",
+        },
+        plot=plot_depth_scaling,
+        caption="""\
+A4. End-to-end APJN J^{L,0} against depth L up to {{ config["apjn"]["theory"]["max_depth"] }}
+blocks, from the mean-field recursion, with the values measured in a timm ViT of depth
+{{ config["apjn"]["depth_scaling"]["max_depth"] }} overlaid (open dots, mean over samples; the
+first L blocks of the deep model are an L-block model at init). Left, log-log: pre-LN follows a
+power law L^zeta; the legend gives the exponent fitted over the deepest decade next to the
+closed form zeta = (m/2 + a/N)/(a + m/2). The fitted value sits slightly above the closed form,
+which neglects the cross-token channel and the slow approach of the token correlation to 1.
+Right: ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential,
+subcritical growth) whose slope is proportional to alpha; dashed lines show the closed-form
+slopes. Data: results/apjn/theory_depth.csv, results/apjn/asymptotics.csv and
+results/apjn/depth_measured.csv.
+""",
+        labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
+    ),
+    FigureSpec(
+        name="apjn_sensitivity",
+        code="A5",
+        study="apjn",
+        tables={"table": "results/apjn/sensitivity.csv"},
+        plot=plot_sensitivity,
+        caption="""\
+A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} model on
+permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
+the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
+Lines: theory seeded with the measured input statistics; dots: measured (mean over samples). The
+normalization-free models' APJN rises steeply with alpha_0 and with the init scale. Data:
+results/apjn/sensitivity.csv.
+""",
+        labels=_labels(
+            "A5",
+            "end-to-end APJN vs α₀ and init multipliers",
+            "permutation-symmetric",
+            models=lambda config: "Derf, DyT (α₀ sweep); pre-LN, Derf (multipliers)",
+        ),
+    ),
+    FigureSpec(
+        name="apjn_token_stats",
+        code="A6",
+        study="apjn",
+        tables={"curves": "results/apjn/measured_curves.csv"},
+        plot=plot_token_stats,
+        caption="""\
+A6. Token statistics along depth: the per-token variance q_b and the cross-token correlation
+p_b/q_b (CLS excluded), theory (lines) against measurement (dots, mean over samples), for the
+permutation-symmetric input (top) and natural images (bottom). Data:
+results/apjn/measured_curves.csv (columns q, p, q_theory, p_theory).
+""",
+        labels=_labels("A6", "token statistics q, p/q vs block", "both"),
+    ),
+    FigureSpec(
+        name="apjn_trainability",
+        code="A7",
+        study="apjn",
+        tables={"table": "results/apjn/trainability.csv"},
+        plot=plot_trainability,
+        caption="""\
+A7. Trainability of small ViTs (width {{ config["apjn"]["train"]["model"]["width"] }}, depth
+{{ config["apjn"]["train"]["model"]["depth"] }}) trained with AdamW
+({{ config["apjn"]["train"]["steps"] }} steps, warmup and cosine decay) on the
+{{ config["apjn"]["train"]["data"]["source"] }} task: final training loss (mean of the last 10 %
+of steps) and test accuracy against alpha_0 for Derf and DyT, one line style per init multiplier
+(attn_mult = mlp_mult), with pre-LN as horizontal references. Runs whose loss became non-finite
+are marked x. Data: results/apjn/trainability.csv.
+""",
+        labels=lambda config: {
+            "figure": "A7",
+            "quantity": "loss and accuracy after training",
+            "models": _trained(config),
+            "input": f"{config['apjn']['train']['data']['source']} task",
+        },
+    ),
+)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from transformer_stability.apjn.items import base_spec, variant_id
 from transformer_stability.apjn.kernels import NormName, norm_kernel
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.theory import (
@@ -25,13 +26,12 @@ from transformer_stability.apjn.theory import (
 
 log = logging.getLogger(__name__)
 
-NORM_LABELS = {"ln": "pre-LN", "derf": "Derf", "dyt": "DyT"}
-
 ID_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult"]
 """The identifying columns every Study A table starts with (see variant_ids)."""
 CURVE_COLUMNS = [*ID_COLUMNS, "width", "depth", "direction", "source_block", "block", "apjn",
                  "q", "p"]  # fmt: skip
-DEPTH_COLUMNS = [*ID_COLUMNS, "width", "depth", "apjn", "log_apjn"]
+DEPTH_COLUMNS = [*ID_COLUMNS, "width", "depth", "apjn", "log_apjn", "local_slope"]
+LAW_COLUMNS = [*ID_COLUMNS, "quantity", "depth", "fitted_log_apjn", "predicted_log_apjn"]
 ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "quantity", "fitted", "predicted", "fit_intercept",
                       "fit_min_depth", "fit_max_depth"]  # fmt: skip
 
@@ -44,9 +44,8 @@ class Variant:
     alpha: float | None = None
 
     @property
-    def label(self) -> str:
-        name = NORM_LABELS[self.norm]
-        return name if self.alpha is None else f"{name} α={self.alpha:g}"
+    def id(self) -> str:
+        return variant_id(self.norm, self.alpha)
 
 
 @dataclass(frozen=True)
@@ -93,13 +92,6 @@ class ApjnStudy:
         return MeanField.from_shape(self.shape)
 
 
-def base_spec(apjn: dict[str, Any]) -> ViTSpec:
-    """The configured model with pre-LN; variants swap norm and alpha."""
-    return ViTSpec.from_config(
-        apjn["model"], attn_mult=apjn["attn_mult"], mlp_mult=apjn["mlp_mult"]
-    )
-
-
 def variant_ids(variant: Variant, spec: ViTSpec) -> dict[str, Any]:
     """The identifying columns every Study A table starts with."""
     return {
@@ -137,7 +129,7 @@ def theory_curves(study: ApjnStudy) -> pd.DataFrame:
                     }
                 )
             )
-        log.info("%s: J^{L,0} = %.4g", variant.label, np.exp(forward_log_apjn(traj, mf)[-1]))
+        log.info("%s: J^{L,0} = %.4g", variant.id, np.exp(forward_log_apjn(traj, mf)[-1]))
     return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
 
 
@@ -172,36 +164,71 @@ def _fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> list[dict[st
     return rows
 
 
-def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """End-to-end J^{L,0} vs L up to max_depth (log-spaced sample) and the asymptotic fits."""
+def _law_variable(norm: str, depth: np.ndarray) -> np.ndarray:
+    """The variable in which ln J is linear asymptotically: ln L (pre-LN's power law) or
+    sqrt(L) (the saturating maps' stretched exponential)."""
+    return np.log(depth) if norm == "ln" else np.sqrt(depth)
+
+
+def _laws(
+    curve: pd.DataFrame, fit: dict[str, Any], variant: Variant, spec: ViTSpec
+) -> pd.DataFrame:
+    """ln J of the fitted law and of the closed-form rate over the fit window, at the sampled
+    depths; the closed form passes through the curve at the window's start."""
+    depth, log_j = curve["depth"].to_numpy(float), curve["log_apjn"].to_numpy()
+    lo, hi = fit["fit_min_depth"], fit["fit_max_depth"]
+    window = depth[(depth >= lo) & (depth <= hi)]
+    t, t_lo = _law_variable(variant.norm, window), _law_variable(variant.norm, np.array([lo]))
+    return pd.DataFrame(
+        {
+            **variant_ids(variant, spec),
+            "quantity": fit["quantity"],
+            "depth": window,
+            "fitted_log_apjn": fit["fit_intercept"] + fit["fitted"] * t,
+            "predicted_log_apjn": np.interp(lo, depth, log_j) + fit["predicted"] * (t - t_lo),
+        }
+    )
+
+
+def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """End-to-end J^{L,0} vs L up to max_depth (log-spaced sample) with its local slope in the
+    law's variable, the asymptotic fits, and the fitted and closed-form law lines."""
     mf = study.mean_field
     depths = np.unique(np.geomspace(1, study.max_depth, study.depth_points).round().astype(int))
-    curves, fits = [], []
+    curves, fits, laws = [], [], []
     for variant in study.variants:
-        log.info("depth scaling of %s to L = %d", variant.label, study.max_depth)
+        log.info("depth scaling of %s to L = %d", variant.id, study.max_depth)
         log_j = end_to_end_log_apjn(
             variant.norm, variant.alpha, mf, study.q0, study.p0, study.max_depth, progress=True
         )
-        curves.append(
-            pd.DataFrame(
-                {
-                    **variant_ids(variant, study.spec),
-                    "width": study.spec.width,
-                    "depth": depths,
-                    "apjn": np.exp(log_j[depths]),
-                    "log_apjn": log_j[depths],
-                }
-            )
+        curve = pd.DataFrame(
+            {
+                **variant_ids(variant, study.spec),
+                "width": study.spec.width,
+                "depth": depths,
+                "apjn": np.exp(log_j[depths]),
+                "log_apjn": log_j[depths],
+                "local_slope": np.gradient(log_j[depths], _law_variable(variant.norm, depths)),
+            }
         )
-        fits.extend(_fits(study, variant, log_j))
+        variant_fits = _fits(study, variant, log_j)
+        primary = variant_fits[0]  # the power law (pre-LN) or the sqrt-depth slope
+        laws.append(_laws(curve, primary, variant, study.spec))
+        curves.append(curve)
+        fits.extend(variant_fits)
     asymptotics = pd.DataFrame(fits, columns=ASYMPTOTIC_COLUMNS)
-    return pd.concat(curves, ignore_index=True)[DEPTH_COLUMNS], asymptotics
+    return (
+        pd.concat(curves, ignore_index=True)[DEPTH_COLUMNS],
+        asymptotics,
+        pd.concat(laws, ignore_index=True)[LAW_COLUMNS],
+    )
 
 
 __all__ = [
     "ASYMPTOTIC_COLUMNS",
     "CURVE_COLUMNS",
     "DEPTH_COLUMNS",
+    "LAW_COLUMNS",
     "ApjnStudy",
     "Variant",
     "depth_scaling",

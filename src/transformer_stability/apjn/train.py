@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,6 @@ import torch
 from skimage import data as skdata
 from skimage.transform import resize
 from torch import nn
-from tqdm.auto import tqdm
 
 from transformer_stability.apjn.inputs import (
     BUNDLED_IMAGES,
@@ -28,11 +26,10 @@ from transformer_stability.apjn.inputs import (
     normalize,
     read_cifar100,
 )
+from transformer_stability.apjn.items import Schedule, TrainData, TrainItem
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.study import ID_COLUMNS, Variant, variant_ids
-from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
-from transformer_stability.device import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -121,21 +118,21 @@ def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, size: int) -> 
 
 
 def train_one(
-    spec: ViTSpec, data: Dataset, cfg: dict[str, Any], seed: int, device: torch.device
+    spec: ViTSpec, data: Dataset, schedule: Schedule, seed: int, device: torch.device
 ) -> dict[str, Any]:
     """AdamW with warmup + cosine decay on the training set; stops early if the loss diverges.
     final_loss is the mean training loss over the last 10 % of steps."""
     model = build_vit(spec.with_(num_classes=data.classes), seed).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
     generator = torch.Generator().manual_seed(seed)
-    steps, batch = cfg["steps"], cfg["batch_size"]
-    warmup = max(1, int(cfg["warmup_fraction"] * steps))
+    steps, batch = schedule.steps, schedule.batch_size
+    warmup = max(1, int(schedule.warmup_fraction * steps))
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
     losses: list[float] = []
     for step in range(steps):
         idx = torch.randint(len(x_train), (batch,), generator=generator).to(device)
         for group in opt.param_groups:
-            group["lr"] = _lr_at(step, steps, cfg["lr"], warmup)
+            group["lr"] = _lr_at(step, steps, schedule.lr, warmup)
         logits = model(_to_model_size(x_train[idx], spec.img_size))
         loss = nn.functional.cross_entropy(logits, y_train[idx])
         if not torch.isfinite(loss):
@@ -162,46 +159,23 @@ def train_one(
     }
 
 
-def _dataset(cfg: dict[str, Any], seed: int) -> Dataset:
-    data = cfg["data"]
-    if data["source"] == "cifar100":
-        return cifar100_dataset(data["cifar_root"], data["train"], data["test"], seed)
-    return texture_dataset(
-        data["classes"], cfg["model"]["img_size"], data["train"], data["test"], seed
-    )
+def dataset(task: TrainData) -> Dataset:
+    """The task's train and test sets (drawn with the task's seed, the same for every run)."""
+    if task.source == "cifar100":
+        return cifar100_dataset(task.cifar_root, task.train, task.test, task.seed)
+    return texture_dataset(task.classes, task.img_size, task.train, task.test, task.seed)
 
 
-def trainability(
-    apjn: dict[str, Any], device: str, seed: int, checkpoint: Checkpoint | None = None
-) -> pd.DataFrame:
-    """Final loss and accuracies for pre-LN and for Derf/DyT at every alpha_0 and multiplier;
-    each training run is one checkpoint item."""
-    cfg, torch_device = apjn["train"], resolve_device(device)
-    checkpoint = checkpoint or NoCheckpoint()
-    base, rows = ViTSpec.from_config(cfg["model"], relu=False), []
-    jobs = [(Variant("ln"), mult) for mult in cfg["mults"]]
-    jobs += [
-        (Variant(n, a), mult) for n in cfg["norms"] for a in cfg["alphas"] for mult in cfg["mults"]
-    ]
-    data = _dataset(cfg, seed)
-    for run_seed in range(seed, seed + cfg["seeds"]):
-        for i, (variant, mult) in enumerate(
-            tqdm(jobs, desc=f"training (seed {run_seed})", mininterval=5.0)
-        ):
-            spec = base.with_(norm=variant.norm, alpha=variant.alpha, attn_mult=mult, mlp_mult=mult)
-            result = checkpoint.cached(
-                f"seed{run_seed}-{i}-{variant.label}-mult{mult:g}",
-                partial(train_one, spec, data, cfg, run_seed, torch_device),
-            )
-            log.info("%s mult=%g seed=%d: %s", variant.label, mult, run_seed, result)
-            rows.append(
-                {
-                    **variant_ids(variant, spec),
-                    "width": spec.width,
-                    "depth": spec.depth,
-                    "dataset": cfg["data"]["source"],
-                    "train_seed": run_seed,
-                    **result,
-                }
-            )
-    return pd.DataFrame(rows)[TRAIN_COLUMNS]
+def train_table(item: TrainItem, device: torch.device) -> pd.DataFrame:
+    """One training run as one row: final loss, accuracies, whether it diverged."""
+    result = train_one(item.spec, dataset(item.data), item.schedule, item.seed, device)
+    log.info("%s: %s", item.id, result)
+    row = {
+        **variant_ids(Variant(item.spec.norm, item.spec.alpha), item.spec),
+        "width": item.spec.width,
+        "depth": item.spec.depth,
+        "dataset": item.data.source,
+        "train_seed": item.seed,
+        **result,
+    }
+    return pd.DataFrame([row])[TRAIN_COLUMNS]

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from transformer_stability.counting.model import PLACEMENTS
 from transformer_stability.counting.theory import prenorm_max_length
-from transformer_stability.plotting import set_style
+from transformer_stability.plotting import FigureSpec, set_style
 
 LABELS = {
     "none": "no norm",
@@ -346,3 +346,114 @@ def plot_exponent_table(table: pd.DataFrame) -> Figure:
         "(training: over the lengths some B of the grid solved, see C4)"
     )
     return fig
+
+
+# --- the registry's declarations of Study C's figures (see transformer_stability/registry.py) ---
+
+
+def _labels(code: str, quantity: str, placement: str):
+    return lambda config: {
+        "figure": code,
+        "quantity": quantity,
+        "placement": placement,
+        "readout": "regression, classification",
+    }
+
+
+FIGURES = (
+    FigureSpec(
+        name="counting_geometry",
+        code="C1",
+        study="counting",
+        tables={"geometry": "results/counting/geometry.csv"},
+        plot=plot_geometry,
+        caption="""\
+C1. Output at the query token Q of the explicit constructions of Study C (d =
+{{ config["counting"]["theory"]["widths"][0] }}, L =
+{{ config["counting"]["geometry_length"] }}), for c = 0..L and m = 0, projected on the best
+2-plane through the origin (+), coloured by the count c. Top: regression constructions. Without
+a norm or with pre-norm the outputs lie on a line; with post-norm they lie on a very flat arc
+(the direction of an affine line in c read by a cosine). Bottom: classification constructions,
+whose outputs are read by one head row per count (nearest-direction head on the arc or line,
+barycentric head for pre-norm). The setting is a reconstruction from the seed paper's abstract.
+Data: results/counting/geometry.csv.
+""",
+        labels=_labels("C1", "representation geometry", "none, pre, post (bare and learned)"),
+    ),
+    FigureSpec(
+        name="counting_bmin",
+        code="C2",
+        study="counting",
+        tables={
+            "theory": "results/counting/bmin_theory.csv",
+            "rates": "results/counting/rates.csv",
+        },
+        plot=plot_bmin,
+        caption="""\
+C2. B_min(L), the smallest bound on the 2-norm of every trainable vector that still lets one
+softmax attention layer count exactly (after rounding) every input of length at most L, log-log,
+for d = {{ config["counting"]["theory"]["widths"][0] }}. Dashed: lower bounds from the reduced
+problems on the m = 0 line (LP for the no-norm and pre-norm gain, read-out LP over the line
+geometry for post-norm). Solid: explicit constructions, each checked on the whole (c, m) grid.
+Grey lines: reference slopes L, L^{3/2}, L^{3/4}; fitted slopes over the longest lengths are in
+the legend and in results/counting/rates.csv. Bare pre-norm bounds the scores, so no norm
+suffices past its wall (dash-dotted). Linear attention needs a constant norm. Right:
+classification constructions keep unit norms at every L. Data: results/counting/bmin_theory.csv.
+""",
+        labels=_labels("C2", "B_min vs L", "none, pre, post (bare and learned)"),
+    ),
+    FigureSpec(
+        name="counting_training",
+        code="C3",
+        study="counting",
+        tables={"training": "results/counting/training.csv"},
+        plot=plot_training,
+        caption="""\
+C3. Unconstrained full-batch training (Adam, cosine decay, count-balanced weights;
+{{ config["counting"]["training"]["regression"]["steps"] }} steps for regression,
+{{ config["counting"]["training"]["classification"]["steps"] }} for classification) of the
+learned-post-norm model on the whole (c, m) grid, regression vs classification read-out:
+exact-count accuracy on the grid, its count-balanced version, and the largest trainable-vector
+norm at the end of training, against L. Dots are seeds, lines their mean. Data:
+results/counting/training.csv (rows with B = inf).
+""",
+        labels=_labels("C3", "unconstrained training", "post (learned)"),
+    ),
+    FigureSpec(
+        name="counting_constrained",
+        code="C4",
+        study="counting",
+        tables={
+            "training": "results/counting/training.csv",
+            "empirical": "results/counting/empirical_bmin.csv",
+            "theory": "results/counting/bmin_theory.csv",
+            "rates": "results/counting/rates.csv",
+        },
+        plot=plot_constrained,
+        caption="""\
+C4. Norm-constrained training: after every Adam step each trainable vector is rescaled to norm
+at most B. Left and middle: exact-count grid accuracy (best seed) over (L, B) for the regression
+and classification read-outs of the learned-post-norm model, with the theory's lower bound
+(dashed) and construction (solid) for B_min(L) overlaid on the regression panel. Right: the
+empirical B_min (smallest B in the grid at which some seed reaches 100 %) against L with its
+fitted exponent; lengths where no B of the grid succeeds are marked with triangles above the
+grid. Data: results/counting/training.csv, results/counting/empirical_bmin.csv,
+results/counting/rates.csv.
+""",
+        labels=_labels("C4", "norm-constrained training", "post (learned)"),
+    ),
+    FigureSpec(
+        name="counting_exponents",
+        code="C5",
+        study="counting",
+        tables={"table": "results/counting/exponents.csv"},
+        plot=plot_exponent_table,
+        caption="""\
+C5. Growth exponent of B_min(L) per normalization placement and read-out: the theory's
+prediction next to the exponents fitted over the longest lengths of the lower bounds, of the
+verified constructions and of constrained training. Bare pre-norm has a wall instead of a rate.
+Data: results/figures/counting_exponents.csv (from results/counting/rates.csv).
+""",
+        labels=_labels("C5", "table of exponents", "none, pre, post (bare and learned)"),
+    ),
+)

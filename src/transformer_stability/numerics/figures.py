@@ -7,7 +7,7 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from transformer_stability.plotting import set_style
+from transformer_stability.plotting import FigureSpec, set_style
 
 _ALPHA_CMAP = "viridis"
 _MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
@@ -274,3 +274,177 @@ def recursion_figure(table: pd.DataFrame) -> Figure:
     fig.suptitle("solid: measured error, dashed: first-order worst-case bound", fontsize=9)
     fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
     return fig
+
+
+# --- the registry's declarations of Study N's figures (see transformer_stability/registry.py) ---
+
+
+def _gpt2_labels(code: str, quantity: str):
+    """Labels of a GPT-2 figure: the configured models and test formats."""
+    return lambda config: {
+        "figure": code,
+        "quantity": quantity,
+        "models": ", ".join(f"{m['weights']}-{m['size']}" for m in config["numerics"]["models"]),
+        "precision": ", ".join(config["numerics"]["precisions"]),
+    }
+
+
+def _synthetic_labels(code: str, quantity: str, precision):
+    return lambda config: {
+        "figure": code,
+        "quantity": quantity,
+        "models": "synthetic",
+        "precision": precision(config),
+    }
+
+
+FIGURES = (
+    FigureSpec(
+        name="numerics_errors",
+        code="N1",
+        study="numerics",
+        tables={"table": "results/numerics/gpt2_errors.csv"},
+        plot=errors_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N1. Relative error rel_linf = max-norm of (test - reference) over the max-norm of the float64
+reference stream, per token, after every residual add of GPT-2 ({{ n["inputs"]["sequences"] }}
+sequences of {{ n["inputs"]["seq_len"] }} synthetic tokens). Line: median over tokens and
+sequences; bands: p25-p75 and p01-p99. One panel per model and test format (fp32/bf16/fp16 are
+torch dtypes; m<bits> rounds every linear/matmul output to that many mantissa bits), one colour
+per residual scaling alpha. The reference holds exactly the numbers the test format stores. For
+alpha large enough that the stream is residual-dominated the curves coincide; for small alpha
+the stream is embedding-dominated and the error falls. Data: results/numerics/gpt2_errors.csv.
+""",
+        labels=_gpt2_labels("N1", "relative error vs residual add"),
+    ),
+    FigureSpec(
+        name="numerics_stream",
+        code="N2",
+        study="numerics",
+        tables={"table": "results/numerics/gpt2_errors.csv"},
+        plot=stream_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N2. Residual-stream size along depth per alpha: median over tokens (left) and minimum over
+tokens (right) of the token 2-norm, median over sequences (float64 reference). Small alpha: flat
+at the embedding's size (embedding-dominated); large alpha: proportional to alpha
+(residual-dominated). Data: results/numerics/gpt2_errors.csv (metrics stream_median_l2,
+stream_min_l2).
+""",
+        labels=_gpt2_labels("N2", "residual-stream size vs residual add"),
+    ),
+    FigureSpec(
+        name="numerics_alpha",
+        code="N3",
+        study="numerics",
+        tables={"table": "results/numerics/gpt2_errors.csv"},
+        plot=alpha_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N3. Relative error at the last residual add against alpha (log-log), one line per test format
+(median, band p25-p75): a plateau where the stream is residual-dominated, falling once it is
+embedding-dominated. Data: results/numerics/gpt2_errors.csv.
+""",
+        labels=_gpt2_labels("N3", "output error vs residual scaling"),
+    ),
+    FigureSpec(
+        name="numerics_weights",
+        code="N4",
+        study="numerics",
+        tables={"table": "results/numerics/gpt2_weights.csv"},
+        plot=weights_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N4. Weight magnitudes per block: omega_OV = max-row-sum(W_O) x max-row-sum(W_V), omega_UD (MLP
+up and down projections) and omega_KQ = (2/sqrt(d_h)) max over heads of the product of the
+2-norms of the absolute row sums of W_K and W_Q, at alpha = 1. Data:
+results/numerics/gpt2_weights.csv.
+""",
+        labels=_gpt2_labels("N4", "weight magnitudes per block"),
+    ),
+    FigureSpec(
+        name="numerics_norms",
+        code="N5",
+        study="numerics",
+        tables={"table": "results/numerics/norms.csv"},
+        plot=norms_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N5. LayerNorm vs RMSNorm (epsilon = 0) on x = M e_0 + z, z ~ N(0, I), d =
+{{ n["norms"]["dim"] }}, evaluated with every operation rounded to m mantissa bits (pairwise
+sums), against float64 on the same (exactly representable) input. Solid: measured (median over
+{{ n["norms"]["samples"] }} vectors); dashed: a rigorous running error bound that follows the
+evaluation step by step. Left: the bulk condition number (sensitivity of the non-outlier outputs
+relative to their spread) is the same for both norms, yet LayerNorm's bulk error grows with M
+(right): its centred values x_i - mean are of size M/d and are rounded at that size, while
+RMSNorm never subtracts. Data: results/numerics/norms.csv.
+""",
+        labels=_synthetic_labels(
+            "N5",
+            "LayerNorm vs RMSNorm under an outlier",
+            lambda config: ", ".join(f"m{b}" for b in config["numerics"]["norms"]["mantissa_bits"]),
+        ),
+    ),
+    FigureSpec(
+        name="numerics_softmax",
+        code="N6",
+        study="numerics",
+        tables={"table": "results/numerics/softmax.csv"},
+        plot=softmax_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Left: logit errors
+of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
+of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
+errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
+bits, unshifted vs shifted (exp of z - max z), with the bounds (dashed). Right: the largest
+componentwise relative error against a common logit offset at p_max =
+{{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
+shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
+""",
+        labels=_synthetic_labels(
+            "N6",
+            "softmax error vs sink mass and offset",
+            lambda config: f"m{config['numerics']['softmax']['mantissa_bits']}",
+        ),
+    ),
+    FigureSpec(
+        name="numerics_lipschitz",
+        code="N7",
+        study="numerics",
+        tables={"table": "results/numerics/lipschitz.csv"},
+        plot=lipschitz_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
+weights N(0, 1/d), inputs uniform in [-R, R], R = {{ n["lipschitz"]["radius"] }}) against the
+sequence length n. Left: token-wise max-norm, estimated by the max-norm power method
+(Jacobian-vector and vector-Jacobian products), with the bound omega_OV (1 + 2(1 - p_max^2)
+omega_KQ R^2), which does not grow with n. Right: Euclidean norm, power iteration on J^T J, with
+a classical bound that grows as sqrt(n). Dots: single draws; line: median. Data:
+results/numerics/lipschitz.csv.
+""",
+        labels=_synthetic_labels(
+            "N7", "attention Lipschitz constant vs length", lambda config: "float64"
+        ),
+    ),
+    FigureSpec(
+        name="numerics_recursion",
+        code="N8",
+        study="numerics",
+        tables={"table": "results/numerics/gpt2_recursion.csv"},
+        plot=recursion_figure,
+        caption="""\
+{% set n = config["numerics"] %}
+N8. The first-order error recursion e_k = (1 + alpha omega_k Lip_k) e_(k-1) + r_k evaluated on
+the GPT-2 runs (worst case over tokens: Lip_k bounds the max-norm Lipschitz constant of the
+LayerNorm, times GELU's for the MLP; r_k = u max abs(h_k) + alpha n u omega_k max
+abs(LN(h_(k-1)))) next to the measured largest error. Worst-case max-norm factors compound over
+depth, so the bound is loose by many orders of magnitude; the right panel shows the per-step
+growth factor, which stops depending on alpha once the stream is residual-dominated. Data:
+results/numerics/gpt2_recursion.csv.
+""",
+        labels=_gpt2_labels("N8", "error recursion bound vs measured"),
+    ),
+)

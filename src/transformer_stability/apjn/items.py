@@ -1,0 +1,232 @@
+"""Study A's sweeps as items: the `apjn` config section parsed once into frozen dataclasses, one
+per unit of work (a measurement of one model on one input kind, one end-to-end point, one
+training run). Torch-free, so that the workflow can enumerate items without importing torch.
+
+Every item carries exactly the settings its job reads, so Snakemake reruns a job when, and only
+when, one of them changes; its `id` names its output file and its rows in the chunk tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from transformer_stability.apjn.spec import ViTSpec
+
+
+def variant_id(norm: str, alpha: float | None) -> str:
+    """'ln', 'derf-a1.5', 'dyt-a1': a variant's name in item ids."""
+    return norm if alpha is None else f"{norm}-a{alpha:g}"
+
+
+def _spec_id(spec: ViTSpec) -> str:
+    return variant_id(spec.norm, spec.alpha)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How one model is measured: input statistics, samples, Hutchinson probes, precision."""
+
+    q0: float
+    p0: float
+    samples: int
+    probes: int
+    chunk_size: int
+    dtype: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """Where the natural images of the per-image comparison come from."""
+
+    source: str  # bundled | cifar100
+    cifar_root: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class CurveItem:
+    """Backward J^{L,b} and forward J^{b,b0} curves of one variant on one input kind."""
+
+    spec: ViTSpec
+    input: str  # equiangular | images
+    forward_source: int
+    settings: MeasureSettings
+    images: ImageSource | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{_spec_id(self.spec)}_{self.input}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.settings.seed, "dtype": self.settings.dtype}
+
+
+@dataclass(frozen=True)
+class EndToEndItem:
+    """J^{L,0} at `depths` of one model on the permutation-symmetric input: one point of the
+    init-sensitivity sweep (sweep = alpha, attn_mult, mlp_mult) or one depth-scaling model."""
+
+    sweep: str
+    spec: ViTSpec
+    depths: tuple[int, ...]
+    settings: MeasureSettings
+
+    @property
+    def id(self) -> str:
+        if self.sweep == "depth":
+            return f"depth_{_spec_id(self.spec)}"
+        mult = {"attn_mult": self.spec.attn_mult, "mlp_mult": self.spec.mlp_mult}
+        value = f"-{mult[self.sweep]:g}" if self.sweep in mult else ""
+        return f"{self.sweep}{value}_{_spec_id(self.spec)}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.settings.seed, "dtype": self.settings.dtype}
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """The trainability task: textures (bundled images) or CIFAR-100 from a local copy."""
+
+    source: str
+    classes: int
+    train: int
+    test: int
+    cifar_root: str | None
+    img_size: int
+    seed: int  # draws the data set; the same for every run
+
+
+@dataclass(frozen=True)
+class Schedule:
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_fraction: float
+
+
+@dataclass(frozen=True)
+class TrainItem:
+    """One training run: a model (norm, α₀, init multiplier), a task, a schedule, a seed."""
+
+    spec: ViTSpec
+    data: TrainData
+    schedule: Schedule
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{_spec_id(self.spec)}_mult{self.spec.attn_mult:g}_seed{self.seed}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.data.seed, "dtype": "float32"}
+
+
+def base_spec(apjn: dict[str, Any]) -> ViTSpec:
+    """The configured model with pre-LN; variants swap norm and alpha."""
+    return ViTSpec.from_config(
+        apjn["model"], attn_mult=apjn["attn_mult"], mlp_mult=apjn["mlp_mult"]
+    )
+
+
+def variant_specs(apjn: dict[str, Any], spec: ViTSpec) -> list[ViTSpec]:
+    return [spec.with_(norm=v["norm"], alpha=v.get("alpha")) for v in apjn["variants"]]
+
+
+def measure_settings(
+    apjn: dict[str, Any], seed: int, samples: int | None = None
+) -> MeasureSettings:
+    measure = apjn["measure"]
+    return MeasureSettings(
+        q0=apjn["input"]["q0"],
+        p0=apjn["input"]["p0"],
+        samples=samples or measure["samples"],
+        probes=measure["probes"],
+        chunk_size=measure["chunk_size"],
+        dtype=measure["dtype"],
+        seed=seed,
+    )
+
+
+def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
+    """Every variant on the permutation-symmetric input (forward curve from block 0) and on
+    natural images (forward from images.forward_source_block)."""
+    settings, images = measure_settings(apjn, seed), apjn["images"]
+    source = ImageSource(images["source"], images["cifar_root"], images["count"])
+    items = []
+    for spec in variant_specs(apjn, base_spec(apjn)):
+        items.append(CurveItem(spec, "equiangular", 0, settings))
+        items.append(CurveItem(spec, "images", images["forward_source_block"], settings, source))
+    return items
+
+
+def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
+    """J^{L,0} vs α₀ (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf at mult_alpha).
+    End-to-end sweeps need only J^{L,0}: measure.sweep_samples samples suffice."""
+    spec, cfg = base_spec(apjn), apjn["sensitivity"]
+    settings = measure_settings(apjn, seed, apjn["measure"]["sweep_samples"])
+    depths = (spec.depth,)
+    items = [
+        EndToEndItem("alpha", spec.with_(norm=norm, alpha=alpha), depths, settings)
+        for norm in ("derf", "dyt")
+        for alpha in cfg["alphas"]
+    ]
+    for norm, alpha in (("ln", None), ("derf", cfg["mult_alpha"])):
+        for sweep in ("attn_mult", "mlp_mult"):
+            for mult in cfg["mults"]:
+                mults = {"attn_mult": 1.0, "mlp_mult": 1.0, sweep: mult}
+                model = spec.with_(norm=norm, alpha=alpha, **mults)
+                items.append(EndToEndItem(sweep, model, depths, settings))
+    return items
+
+
+def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
+    """One model of depth depth_scaling.max_depth per variant: its forward curve from block 0
+    gives J^{L,0} for every L up to that depth (the first L blocks of a deeper net at init are
+    an L-block net)."""
+    max_depth = apjn["depth_scaling"]["max_depth"]
+    settings = measure_settings(apjn, seed, apjn["measure"]["sweep_samples"])
+    spec = base_spec(apjn).with_(depth=max_depth)
+    depths = tuple(range(1, max_depth + 1))
+    return [EndToEndItem("depth", s, depths, settings) for s in variant_specs(apjn, spec)]
+
+
+def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
+    """Pre-LN and every (norm, α₀) of train.norms x train.alphas, at every init multiplier
+    (attn_mult = mlp_mult), for seeds seed .. seed + train.seeds - 1."""
+    cfg = apjn["train"]
+    base = ViTSpec.from_config(cfg["model"], relu=False)
+    data = cfg["data"]
+    task = TrainData(
+        source=data["source"],
+        classes=data["classes"],
+        train=data["train"],
+        test=data["test"],
+        cifar_root=data["cifar_root"],
+        img_size=base.img_size,
+        seed=seed,
+    )
+    schedule = Schedule(
+        steps=cfg["steps"],
+        batch_size=cfg["batch_size"],
+        lr=cfg["lr"],
+        weight_decay=cfg["weight_decay"],
+        warmup_fraction=cfg["warmup_fraction"],
+    )
+    variants = [("ln", None)] + [(n, a) for n in cfg["norms"] for a in cfg["alphas"]]
+    return [
+        TrainItem(
+            base.with_(norm=norm, alpha=alpha, attn_mult=mult, mlp_mult=mult),
+            task,
+            schedule,
+            run_seed,
+        )
+        for run_seed in range(seed, seed + cfg["seeds"])
+        for norm, alpha in variants
+        for mult in cfg["mults"]
+    ]

@@ -1,0 +1,28 @@
+"""The body every sweep-chunk script shares: log to the rule's log, use the rule's threads and
+the configured device, compute the chunk's items, write the chunk table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import torch
+
+from transformer_stability.device import resolve_device
+from transformer_stability.logs import setup_logging
+from transformer_stability.sweeps import run_chunk
+
+
+def chunk_job(snakemake: Any, table_of: Callable[[Any, torch.device], pd.DataFrame]) -> None:
+    """Run `table_of(item, device)` for every item in `snakemake.params.chunk_items` and write the
+    chunk table to the job's (single) output."""
+    setup_logging(snakemake.log[0])
+    torch.set_num_threads(snakemake.threads)
+    device = resolve_device(snakemake.params.device)
+    run_chunk(
+        snakemake.params.chunk_items,
+        lambda item: table_of(item, device),
+        snakemake.output[0],
+        str(device),
+    )

@@ -1,0 +1,84 @@
+"""The package source files a workflow script runs, so that rules can list them as inputs.
+
+Snakemake reruns a job when an input is newer than its outputs. Listing the package modules a
+rule's script imports (transitively, within this package) as that rule's inputs makes reruns
+follow code edits precisely: editing `apjn/measure.py` reruns the APJN measurements and nothing
+else, editing a figure module reruns only its plots. Imports are read statically (`ast`), so
+nothing is imported to find them and a module imported inside a function counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+PACKAGE = "transformer_stability"
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Modules of this package that the source file `path` (module `module`) imports."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import: resolve against the importing module's package
+                parts = module.split(".")[: -node.level] if module else []
+                base = ".".join([*parts, base] if base else parts)
+            found.add(base)
+            # `from package import module` imports a module, not a name
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == PACKAGE or name.startswith(f"{PACKAGE}.")}
+
+
+@cache
+def _package_root() -> Path:
+    spec = importlib.util.find_spec(PACKAGE)
+    assert spec is not None and spec.origin is not None, f"{PACKAGE} is not installed"
+    return Path(spec.origin).parent
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of module `name` of this package; None for a name that is not a module."""
+    parts = name.split(".")[1:]
+    candidates = [Path(*parts, "__init__.py")]
+    if parts:
+        candidates.append(Path(*parts[:-1], f"{parts[-1]}.py"))
+    return next((_package_root() / c for c in candidates if (_package_root() / c).is_file()), None)
+
+
+def _with_parents(name: str) -> list[str]:
+    """A module and the packages above it, which Python imports first."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+@cache
+def module_closure(*modules: str) -> tuple[str, ...]:
+    """Every package module that importing `modules` executes, sorted."""
+    seen: set[str] = set()
+    todo = [parent for name in modules for parent in _with_parents(name)]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_file(name)
+        if path is None:  # an imported name, not a module (`from pkg.mod import func`)
+            continue
+        seen.add(name)
+        todo.extend(p for dep in _imports(path, name) for p in _with_parents(dep))
+    return tuple(sorted(seen))
+
+
+def module_sources(*modules: str) -> list[str]:
+    """Source files of `modules` and of every package module they import."""
+    return [str(_module_file(name)) for name in module_closure(*modules)]
+
+
+def script_sources(script: str | Path) -> list[str]:
+    """Source files of the package modules a workflow script imports (the script itself is
+    Snakemake's own `code` rerun trigger)."""
+    return module_sources(*sorted(_imports(Path(script), "")))

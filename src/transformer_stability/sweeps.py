@@ -1,0 +1,96 @@
+"""Sweeps as Snakemake jobs: every item of a sweep has an identity, and the items are split into
+chunks, one job per chunk.
+
+A chunk count comes from the workflow's `scattergather:` directive, which a profile overrides
+with `set-scatter` (the default profile runs a few chunks per sweep, the SLURM profile one item
+per job). A chunk holding a single item is named after the item (`derf-a1.5_images`), so on a
+cluster adding an item to the config adds one job and leaves the others' outputs valid; smaller
+counts split the items round robin into chunks named `1-of-3`, `2-of-3`, ...
+
+Each chunk writes one table whose first column, `item`, names the item of each row; the gather
+rule puts the rows back in the sweep's order and drops that column, so the gathered table does not
+depend on how the sweep was chunked.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from transformer_stability.io import write_table
+from transformer_stability.provenance import with_provenance
+
+log = logging.getLogger(__name__)
+
+ITEM_COLUMN = "item"
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+
+
+class Item(Protocol):
+    """A sweep item: any object with a file-name-safe identity and the provenance its rows
+    record (`{"seed": ..., "dtype": ...}`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def provenance(self) -> dict[str, int | str]: ...
+
+
+T = TypeVar("T", bound=Item)
+
+
+def chunk_items(items: Sequence[T], count: int) -> dict[str, tuple[T, ...]]:
+    """The items split into min(count, len(items)) chunks, by chunk name, in item order."""
+    ids = [item.id for item in items]
+    bad = [i for i in ids if not _SAFE.match(i)]
+    if bad:
+        raise ValueError(f"item ids must be file-name safe: {bad}")
+    twins = sorted({i for i in ids if ids.count(i) > 1})
+    if twins:
+        raise ValueError(f"two items of a sweep share an id: {twins}")
+    if count < 1:
+        raise ValueError(f"a sweep needs at least one chunk, got {count}")
+    if count >= len(items):
+        return {item.id: (item,) for item in items}
+    return {f"{k + 1}-of-{count}": tuple(items[k::count]) for k in range(count)}
+
+
+def tag_item(table: pd.DataFrame, item: Item) -> pd.DataFrame:
+    """An item's rows with the item column in front, as a chunk table holds them."""
+    return table.assign(**{ITEM_COLUMN: item.id})[[ITEM_COLUMN, *table.columns]]
+
+
+def run_chunk(
+    items: Sequence[T], table_of: Callable[[T], pd.DataFrame], path: str | Path, device: str
+) -> None:
+    """Compute every item of a chunk and write their rows, tagged with the item, with the
+    provenance columns, atomically: a killed chunk leaves no table, so Snakemake reruns it."""
+    frames = []
+    for item in tqdm(items, desc=Path(path).stem, mininterval=5.0):
+        log.info("item %s", item.id)
+        frames.append(
+            with_provenance(tag_item(table_of(item), item), device=device, **item.provenance)
+        )
+    write_table(pd.concat(frames, ignore_index=True), path)
+
+
+def gather_items(chunks: Sequence[pd.DataFrame], order: Sequence[str]) -> pd.DataFrame:
+    """The rows of every chunk in the sweep's item order (rows of one item keep their order),
+    without the item column; fails if an item is missing or unknown."""
+    table = pd.concat(chunks, ignore_index=True)
+    found, wanted = set(table[ITEM_COLUMN]), set(order)
+    if found != wanted:
+        raise ValueError(
+            f"chunk tables do not hold the sweep's items: missing {sorted(wanted - found)}, "
+            f"unexpected {sorted(found - wanted)}"
+        )
+    rank = table[ITEM_COLUMN].map({item: k for k, item in enumerate(order)})
+    table = table.iloc[rank.argsort(kind="stable")]
+    return table.drop(columns=ITEM_COLUMN).reset_index(drop=True)

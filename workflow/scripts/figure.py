@@ -1,0 +1,11 @@
+"""Rule figure: draw one registered figure from its tables (PDF + PNG). The figure's
+declaration (transformer_stability/registry.py) names its tables and its plot function."""
+
+from transformer_stability.io import read_table, save_figure
+from transformer_stability.logs import setup_logging
+from transformer_stability.registry import FIGURES
+
+setup_logging(snakemake.log[0])
+figure = FIGURES[snakemake.wildcards.figure]
+tables = {name: read_table(snakemake.input[name]) for name in figure.tables}
+save_figure(figure.plot(**tables), snakemake.output.pdf, snakemake.output.png)

@@ -1,0 +1,10 @@
+"""Rule gather: the chunk tables of one sweep -> one tidy table, rows in the sweep's item order,
+whatever the chunking was."""
+
+from transformer_stability.io import read_table, write_table
+from transformer_stability.logs import setup_logging
+from transformer_stability.sweeps import gather_items
+
+setup_logging(snakemake.log[0])
+chunks = [read_table(path) for path in snakemake.input.chunks]
+write_table(gather_items(chunks, snakemake.params.order), snakemake.output[0])
