@@ -3,7 +3,7 @@ the configured device, compute the chunk's items, write the chunk table."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -14,15 +14,19 @@ from transformer_stability.logs import setup_logging
 from transformer_stability.sweeps import run_chunk
 
 
-def chunk_job(snakemake: Any, table_of: Callable[[Any, torch.device], pd.DataFrame]) -> None:
+def chunk_job(
+    snakemake: Any,
+    table_of: Callable[[Any, torch.device], pd.DataFrame | Mapping[str, pd.DataFrame]],
+) -> None:
     """Run `table_of(item, device)` for every item in `snakemake.params.chunk_items` and write the
-    chunk table to the job's (single) output."""
+    chunk table to the job's output; a rule with several named outputs gets a dict of tables
+    {output name: table} from `table_of`, each written to its output."""
     setup_logging(snakemake.log[0])
     torch.set_num_threads(snakemake.threads)
     device = resolve_device(snakemake.params.device)
     run_chunk(
         snakemake.params.chunk_items,
         lambda item: table_of(item, device),
-        snakemake.output[0],
+        dict(snakemake.output.items()) if len(snakemake.output) > 1 else snakemake.output[0],
         str(device),
     )

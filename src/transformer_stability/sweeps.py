@@ -7,16 +7,16 @@ per job). A chunk holding a single item is named after the item (`derf-a1.5_imag
 cluster adding an item to the config adds one job and leaves the others' outputs valid; smaller
 counts split the items round robin into chunks named `1-of-3`, `2-of-3`, ...
 
-Each chunk writes one table whose first column, `item`, names the item of each row; the gather
-rule puts the rows back in the sweep's order and drops that column, so the gathered table does not
-depend on how the sweep was chunked.
+Each chunk writes one table (or several, one per named output) whose first column, `item`, names
+the item of each row; the gather rule puts the rows back in the sweep's order and drops that
+column, so the gathered table does not depend on how the sweep was chunked.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -68,17 +68,34 @@ def tag_item(table: pd.DataFrame, item: Item) -> pd.DataFrame:
 
 
 def run_chunk(
-    items: Sequence[T], table_of: Callable[[T], pd.DataFrame], path: str | Path, device: str
+    items: Sequence[T],
+    table_of: Callable[[T], pd.DataFrame | Mapping[str, pd.DataFrame]],
+    path: str | Path | Mapping[str, str | Path],
+    device: str,
 ) -> None:
     """Compute every item of a chunk and write their rows, tagged with the item, with the
-    provenance columns, atomically: a killed chunk leaves no table, so Snakemake reruns it."""
-    frames = []
-    for item in tqdm(items, desc=Path(path).stem, mininterval=5.0):
+    provenance columns, atomically: a killed chunk leaves no table, so Snakemake reruns it.
+
+    `table_of` returns one table, written to `path`; or, for a chunk that writes several
+    tables, a dict {name: table}, each written to `path[name]` (`path` a dict of paths).
+    """
+    paths = path if isinstance(path, Mapping) else {None: path}
+    frames: dict[str | None, list[pd.DataFrame]] = {name: [] for name in paths}
+    for item in tqdm(items, desc=Path(next(iter(paths.values()))).stem, mininterval=5.0):
         log.info("item %s", item.id)
-        frames.append(
-            with_provenance(tag_item(table_of(item), item), device=device, **item.provenance)
-        )
-    write_table(pd.concat(frames, ignore_index=True), path)
+        tables = table_of(item)
+        named = tables if isinstance(tables, Mapping) else {None: tables}
+        if set(named) != set(paths):
+            raise ValueError(
+                f"item {item.id} gave tables {sorted(map(str, named))}, the chunk writes "
+                f"{sorted(map(str, paths))}"
+            )
+        for name, table in named.items():
+            frames[name].append(
+                with_provenance(tag_item(table, item), device=device, **item.provenance)
+            )
+    for name, parts in frames.items():
+        write_table(pd.concat(parts, ignore_index=True), paths[name])
 
 
 def gather_items(chunks: Sequence[pd.DataFrame], order: Sequence[str]) -> pd.DataFrame:
