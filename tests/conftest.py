@@ -62,8 +62,9 @@ def result_tables(workdir: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="session")
-def schema() -> dict:
-    return load_yaml(SCHEMA_PATH)
+def schema() -> Path:
+    """The config schema, as validate_config takes it (a path, read by snakemake.utils.validate)."""
+    return SCHEMA_PATH
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,20 @@ def figure_inputs(wildcards):
     return {**figure.tables, "sources": module_sources(figure.plot.__module__)}
 
 
+def figure_category(wildcards):
+    return STUDY_CATEGORIES[FIGURES[wildcards.figure].study]
+
+
+def figure_labels(wildcards):
+    return FIGURES[wildcards.figure].labels(config)
+
+
+def figure_caption(wildcards):
+    """The figure's caption with the run's configuration filled in (workflow/report/figure.rst
+    prints it)."""
+    return Template(FIGURES[wildcards.figure].caption).render(config=config)
+
+
 rule figure:
     input:
         unpack(figure_inputs),
@@ -16,8 +30,8 @@ rule figure:
         pdf=report(
             "results/figures/{figure}.pdf",
             caption="../report/figure.rst",
-            category=lambda wildcards: STUDY_CATEGORIES[FIGURES[wildcards.figure].study],
-            labels=lambda wildcards: FIGURES[wildcards.figure].labels(config),
+            category=figure_category,
+            labels=figure_labels,
         ),
         png="results/figures/{figure}.png",
     log:
@@ -28,8 +42,6 @@ rule figure:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        caption=lambda wildcards: Template(FIGURES[wildcards.figure].caption).render(
-            config=config
-        ),
+        caption=figure_caption,
     script:
         "../scripts/figure.py"

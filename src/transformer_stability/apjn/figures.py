@@ -470,7 +470,7 @@ FIGURES = (
         tables={"curves": "results/apjn/theory_curves.csv"},
         plot=plot_theory_curves,
         caption="""\
-Mean-field APJN at initialization for a ViT of width {{ config["apjn"]["model"]["width"] }} and
+A1 (theory). Mean-field APJN at initialization for a ViT of width {{ config["apjn"]["model"]["width"] }} and
 depth {{ config["apjn"]["model"]["depth"] }} with permutation-symmetric input (q0 =
 {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}). Left: backward
 curve J^{L,b} (sensitivity of the last block output to block b); right: forward curve J^{b,0}.

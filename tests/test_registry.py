@@ -1,0 +1,59 @@
+"""The figure registry: every figure declared once, and what follows from it (plot signatures,
+captions, report labels, the README's figure table) agrees with the declaration."""
+
+import inspect
+import re
+
+import pytest
+from conftest import ROOT, deep_merge, load_yaml
+from jinja2 import StrictUndefined, Template
+
+from transformer_stability.registry import FIGURES, STUDIES, study_figures
+
+LABEL_OF_STUDY = {"apjn": "models", "counting": "placement", "numerics": "precision"}
+
+
+def _readme_rows() -> dict[str, tuple[str, str]]:
+    """README figure table: figure name -> (code, data column)."""
+    text = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| ([\w-]+) \| `(\w+)\.pdf` \| .*? \| (.*) \|$", text, re.MULTILINE)
+    return {name: (code, data) for code, name, data in rows}
+
+
+def test_names_and_codes_are_unique_and_studies_known():
+    codes = [figure.code for figure in FIGURES.values()]
+    assert len(set(codes)) == len(codes)
+    for name, figure in FIGURES.items():
+        assert name.startswith(f"{figure.study}_") and figure.study in STUDIES
+    assert sum(len(study_figures(study)) for study in STUDIES) == len(FIGURES) == 21
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_plot_takes_exactly_the_declared_tables(name):
+    figure = FIGURES[name]
+    parameters = inspect.signature(figure.plot).parameters
+    required = {p for p, v in parameters.items() if v.default is inspect.Parameter.empty}
+    assert required <= set(figure.tables) <= set(parameters)
+    for path in figure.tables.values():
+        assert re.fullmatch(rf"results/{figure.study}/\w+\.csv", path), path
+
+
+@pytest.mark.parametrize("config_file", ["config.yaml", "config/paper.yaml"])
+def test_captions_and_labels_render_for_every_preset(config_file):
+    config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / config_file))
+    for figure in FIGURES.values():
+        caption = Template(figure.caption, undefined=StrictUndefined).render(config=config)
+        assert caption.startswith(figure.code.split("-")[0]), figure.name
+        labels = figure.labels(config)
+        assert labels["figure"] == figure.code
+        assert LABEL_OF_STUDY[figure.study] in labels
+
+
+def test_readme_table_lists_every_registered_figure_with_its_code_and_data():
+    rows = _readme_rows()
+    assert set(rows) == set(FIGURES)
+    for name, (code, data) in rows.items():
+        figure = FIGURES[name]
+        assert code == figure.code, name
+        for path in figure.tables.values():
+            assert path.removeprefix("results/") in data, (name, path)

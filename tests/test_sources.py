@@ -1,0 +1,55 @@
+"""Rules list the package modules their scripts import (transformer_stability.sources), so reruns
+follow code edits: these closures decide which jobs an edit reruns."""
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from transformer_stability.registry import FIGURES
+from transformer_stability.sources import module_sources, script_sources
+
+SCRIPTS = sorted((ROOT / "workflow" / "scripts").glob("*.py"))
+
+
+def _modules(paths: list[str]) -> set[str]:
+    package = ROOT / "src" / "transformer_stability"
+    return {Path(p).relative_to(package).as_posix() for p in paths}
+
+
+def test_closures_follow_imports_transitively():
+    # apjn/experiment.py imports apjn/measure.py, which imports nothing of the package itself
+    curves = _modules(script_sources(ROOT / "workflow/scripts/apjn_curves.py"))
+    assert {"apjn/experiment.py", "apjn/measure.py", "apjn/theory.py", "jobs.py"} <= curves
+    assert {"__init__.py", "apjn/__init__.py"} <= curves  # packages run before their modules
+    assert "apjn/train.py" not in curves
+
+
+@pytest.mark.parametrize(
+    ("script", "not_imported"),
+    [
+        ("apjn_train.py", {"apjn/measure.py", "apjn/experiment.py"}),
+        ("apjn_theory_curves.py", {"apjn/measure.py", "apjn/models.py"}),
+        ("counting_training.py", {"counting/theory.py", "counting/constructions.py"}),
+    ],
+)
+def test_a_job_does_not_depend_on_code_it_never_runs(script, not_imported):
+    assert not _modules(script_sources(ROOT / "workflow/scripts" / script)) & not_imported
+
+
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s.name != "figure.py"], ids=str)
+def test_computing_jobs_never_depend_on_figure_styling(script):
+    """Restyling a figure (figures modules, vocabulary, plotting) must not rerun a measurement."""
+    closure = _modules(script_sources(script))
+    styling = {m for m in closure if m.endswith("figures.py")}
+    styling |= closure & {"vocabulary.py", "plotting.py", "registry.py"}
+    assert not styling
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_a_plot_depends_on_its_own_figures_module_only(name):
+    closure = _modules(module_sources(FIGURES[name].plot.__module__))
+    study = FIGURES[name].study
+    assert f"{study}/figures.py" in closure
+    others = {f"{s}/figures.py" for s in ("apjn", "numerics", "counting")} - {f"{study}/figures.py"}
+    assert not closure & others

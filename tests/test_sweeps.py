@@ -1,0 +1,68 @@
+"""Sweep items as Snakemake jobs: chunk names, round-robin chunks, and a gather that restores the
+sweep's order whatever the chunking."""
+
+from dataclasses import dataclass
+
+import pandas as pd
+import pytest
+
+from transformer_stability.sweeps import ITEM_COLUMN, chunk_items, gather_items, tag_item
+
+
+@dataclass(frozen=True)
+class Point:
+    name: str
+    rows: int = 2
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame({"point": self.name, "row": range(self.rows)})
+
+
+ITEMS = [Point(f"p{k}", rows=k % 3 + 1) for k in range(7)]
+
+
+def test_one_item_per_chunk_names_each_chunk_after_its_item():
+    chunks = chunk_items(ITEMS, 100)
+    assert list(chunks) == [item.id for item in ITEMS]
+    assert all(len(items) == 1 for items in chunks.values())
+
+
+def test_fewer_chunks_split_the_items_round_robin():
+    chunks = chunk_items(ITEMS, 3)
+    assert list(chunks) == ["1-of-3", "2-of-3", "3-of-3"]
+    assert [i.id for i in chunks["1-of-3"]] == ["p0", "p3", "p6"]
+    assert sorted(i.id for items in chunks.values() for i in items) == sorted(i.id for i in ITEMS)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 50])
+def test_the_gathered_table_does_not_depend_on_the_chunking(count):
+    reference = pd.concat([item.table() for item in ITEMS], ignore_index=True)
+    chunk_tables = [
+        pd.concat([tag_item(item.table(), item) for item in items], ignore_index=True)
+        for items in reversed(chunk_items(ITEMS, count).values())  # any order of chunk files
+    ]
+    gathered = gather_items(chunk_tables, [item.id for item in ITEMS])
+    pd.testing.assert_frame_equal(gathered, reference)
+    assert ITEM_COLUMN not in gathered
+
+
+def test_a_missing_item_stops_the_gather():
+    tables = [tag_item(item.table(), item) for item in ITEMS[:-1]]
+    with pytest.raises(ValueError, match="missing \\['p6'\\]"):
+        gather_items(tables, [item.id for item in ITEMS])
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([Point("a/b")], "file-name safe"),
+        ([Point("a"), Point("a")], "share an id"),
+    ],
+)
+def test_bad_item_ids_are_refused(items, message):
+    with pytest.raises(ValueError, match=message):
+        chunk_items(items, 2)
