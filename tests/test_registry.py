@@ -42,7 +42,7 @@ def test_plot_takes_exactly_the_declared_tables(name):
 def test_captions_and_labels_render_for_every_preset(config_file):
     config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / config_file))
     for figure in FIGURES.values():
-        caption = Template(figure.caption, undefined=StrictUndefined).render(config=config)
+        caption = Template(figure.caption, undefined=StrictUndefined).render(config=config).strip()
         assert caption.startswith(figure.code.split("-")[0]), figure.name
         labels = figure.labels(config)
         assert labels["figure"] == figure.code

@@ -20,7 +20,7 @@ def figure_labels(wildcards):
 def figure_caption(wildcards):
     """The figure's caption with the run's configuration filled in (workflow/report/figure.rst
     prints it)."""
-    return Template(FIGURES[wildcards.figure].caption).render(config=config)
+    return Template(FIGURES[wildcards.figure].caption).render(config=config).strip()
 
 
 rule figure:
