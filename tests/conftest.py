@@ -1,6 +1,7 @@
 """Shared paths and helpers for the tests."""
 
 import copy
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -70,3 +71,14 @@ def schema() -> Path:
 @pytest.fixture(scope="session")
 def default_config() -> dict:
     return load_yaml(ROOT / "config.yaml")
+
+
+def announced_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job a Snakemake log (or dry run) announces, in order."""
+    jobs = []
+    for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.MULTILINE)[1:]:
+        rule = re.match(r"(?:local)?rule (\w+):", block).group(1)
+        line = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
+        wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", line.group(1))) if line else {}
+        jobs.append((rule, wildcards))
+    return jobs

@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from conftest import ROOT, TINY, TINY_CORES, result_tables, run_snakemake
+from conftest import ROOT, TINY, TINY_CORES, announced_jobs, result_tables, run_snakemake
 
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
@@ -45,26 +45,40 @@ def _kill_tree(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
+def _jobs(output: str) -> list[tuple[str, str]]:
+    """(rule, chunk wildcard or "") of every job a Snakemake log announces."""
+    return [(rule, wildcards.get("chunk", "")) for rule, wildcards in announced_jobs(output)]
+
+
 @pytest.mark.slow
-def test_run_killed_after_its_first_job_leaves_no_trusted_output_and_resumes(tmp_path, tiny_run):
-    # theory_curves runs first and finishes; then the trainability sweep (a checkpointed loop)
-    # is killed once its first training run is checkpointed.
-    first, killed = "results/apjn/theory_curves.csv", "results/apjn/trainability.csv"
-    checkpoint = tmp_path / "results/apjn/.trainability.csv.ckpt"
-    args = ["--cores", TINY_CORES, "--configfile", TINY, "--", first, killed]  # `--`: nargs="+"
+def test_a_run_killed_mid_sweep_redoes_only_the_killed_items(tmp_path, tiny_run):
+    """The trainability sweep, one job per item (set-scatter), is killed once its first item is
+    finished while the second runs: no partial table is left, the rerun redoes only the items
+    that did not finish, and the gathered table equals the uninterrupted, chunked reference."""
+    table, items = "results/apjn/trainability.csv", tmp_path / "results/apjn/items/train"
+    args = ["--cores", "1", "--configfile", TINY, "--set-scatter", "apjn_train=100"]
+    args += ["--", table]  # `--`: --set-scatter takes several values
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
-    cmd += ["--directory", str(tmp_path), "--prioritize", first, *args]
-    with open(tmp_path / "killed_run.log", "w") as log:
+    cmd += ["--directory", str(tmp_path), *args]
+    log_path = tmp_path / "killed_run.log"
+    with open(log_path, "w") as log:
         process = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 600
-        while not ((tmp_path / first).exists() and any(checkpoint.glob("*.pkl"))):
-            assert process.poll() is None, (tmp_path / "killed_run.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the run never reached the training loop"
+        while "(Rule: apjn_train)" not in log_path.read_text():  # "Finished jobid: n (Rule: ...)"
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the run never finished a training item"
             time.sleep(0.01)
+        while len(re.findall(r"^rule apjn_train:", log_path.read_text(), re.MULTILINE)) < 2:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            time.sleep(0.01)
+        time.sleep(1.0)  # the second item's job is running
         _kill_tree(process)
 
-    assert not (tmp_path / killed).exists(), "the killed job left an output behind"
-    assert any(checkpoint.glob("*.pkl"))
+    started = [chunk for rule, chunk in _jobs(log_path.read_text()) if rule == "apjn_train"]
+    finished = {path.stem for path in items.glob("*.csv")}
+    assert len(started) == 2 and started[0] in finished, (started, finished)
+    assert started[1] not in finished, "the killed item left an output behind"
+    assert not (tmp_path / table).exists()
 
     # the kill left Snakemake's lock: a plain rerun refuses and says how to release it
     locked = run_snakemake(tmp_path, *args)
@@ -74,14 +88,11 @@ def test_run_killed_after_its_first_job_leaves_no_trusted_output_and_resumes(tmp
 
     rerun = run_snakemake(tmp_path, *args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    jobs = re.findall(r"^(?:local)?rule (\w+):", rerun.stdout + rerun.stderr, re.MULTILINE)
-    assert jobs == ["apjn_trainability"], "only the killed job reruns"
-    log = (tmp_path / "results/logs/apjn/trainability.log").read_text()
-    resumed = re.search(r"checkpoint: (\d+) items resumed, (\d+) computed", log)
-    assert resumed and int(resumed.group(1)) >= 1, log[-2000:]
-    assert not checkpoint.exists(), "the checkpoint is removed once the table is written"
+    jobs = _jobs(rerun.stdout + rerun.stderr)
+    redone = {chunk for rule, chunk in jobs if rule == "apjn_train"}
+    assert started[0] not in redone, "a finished item was redone"
+    assert started[1] in redone and len(redone) == 2, redone  # the killed one and the unstarted
+    assert {rule for rule, _ in jobs} == {"apjn_train", "gather"}
 
-    # what the interrupted-and-resumed run wrote equals the uninterrupted reference run
-    reference = result_tables(tiny_run.workdir)
-    for name in (first, killed):
-        assert (tmp_path / name).read_bytes() == reference[name], name
+    # what the interrupted-and-resumed run wrote equals the uninterrupted, chunked reference run
+    assert (tmp_path / table).read_bytes() == result_tables(tiny_run.workdir)[table]

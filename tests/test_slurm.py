@@ -10,28 +10,35 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 
 import pytest
 import yaml
-from conftest import ROOT, TINY, TINY_CORES, load_yaml, result_tables
+from conftest import ROOT, TINY, load_yaml, result_tables
 
 SCRIPT = ROOT / "tests" / "slurm" / "local_slurm.sh"
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
-# One cheap CPU rule, two GPU rules (measurement and training) and local plot/aggregation rules.
+# Two cheap CPU rules, three GPU sweeps (curves, depth points, training: one job per item as the
+# profile's set-scatter asks) and local plot/gather rules.
 TARGETS = [
     "results/figures/apjn_theory_curves.pdf",
     "results/figures/apjn_gmfe.pdf",
+    "results/figures/apjn_depth_scaling.pdf",
     "results/figures/apjn_trainability.pdf",
 ]
 SUBMITTED = {  # rule -> partition it must be submitted to, and whether it asks for a GPU
     "apjn_theory_curves": ("cpu", False),
-    "apjn_measured_curves": ("gpu", True),
-    "apjn_trainability": ("gpu", True),
+    "apjn_theory_depth": ("cpu", False),
+    "apjn_curves": ("gpu", True),
+    "apjn_depth_points": ("gpu", True),
+    "apjn_train": ("gpu", True),
 }
-LOCAL = {"apjn_theory_curves_figure", "apjn_agreement", "apjn_measured_figure"}
+LOCAL = {"figure", "gather", "apjn_agreement"}
 TABLES = [
     "results/apjn/theory_curves.csv",
+    "results/apjn/theory_depth.csv",
     "results/apjn/measured_curves.csv",
+    "results/apjn/depth_measured.csv",
     "results/apjn/agreement.csv",
     "results/apjn/trainability.csv",
 ]
@@ -58,14 +65,13 @@ def local_slurm(tmp_path_factory):
 
 
 def _test_profile(directory) -> str:
-    """profiles/slurm with its thread and memory requests capped to the test machine: threads
-    at the reference run's --cores (the same torch thread count, hence identical numbers),
-    memory at NODE_MEM_MB. Everything else (executor, partitions, GPU requests) as shipped."""
+    """profiles/slurm with its thread and memory requests fitted to the test machine: one thread
+    per job, as in the reference run (the same torch thread count, hence identical numbers),
+    memory at most NODE_MEM_MB. Everything else (executor, set-scatter, partitions, GPU
+    requests) as shipped."""
     profile = load_yaml(PROFILE)
     assert profile["executor"] == "slurm"
-    profile["set-threads"] = {
-        rule: min(threads, int(TINY_CORES)) for rule, threads in profile["set-threads"].items()
-    }
+    profile["set-threads"] = dict.fromkeys(profile["set-threads"], 1)
     for resources in [profile["default-resources"], *profile["set-resources"].values()]:
         if "mem_mb" in resources:
             resources["mem_mb"] = min(resources["mem_mb"], NODE_MEM_MB)
@@ -74,19 +80,28 @@ def _test_profile(directory) -> str:
     return str(directory)
 
 
-def _slurm_jobs(env) -> dict[str, dict[str, str]]:
+def _slurm_jobs(env) -> dict[str, list[dict[str, str]]]:
     """Every job slurmctld knows (finished ones stay for MinJobAge), by the rule it ran."""
     out = subprocess.run(
         ["scontrol", "--oneliner", "show", "job"], capture_output=True, text=True, env=env
     )
     assert out.returncode == 0, out.stderr
-    jobs = {}
+    jobs: dict[str, list[dict[str, str]]] = {}
     for line in out.stdout.splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
         rule = re.match(r"rule_(\w+?)(_wildcards.*)?$", fields.get("Comment", ""))
         if rule:
-            jobs[rule.group(1)] = fields
+            jobs.setdefault(rule.group(1), []).append(fields)
     return jobs
+
+
+def _overlapping(jobs: list[dict[str, str]]) -> bool:
+    """Whether two of the jobs ran at the same time (scontrol's times have 1 s resolution)."""
+    spans = sorted(
+        (datetime.fromisoformat(job["StartTime"]), datetime.fromisoformat(job["EndTime"]))
+        for job in jobs
+    )
+    return any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:], strict=False))
 
 
 @pytest.mark.slow
@@ -103,17 +118,23 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-4000:]
 
-    # every non-local rule went through sbatch, to the right partition, GPU rules with a GPU
+    # every non-local rule went through sbatch, to the right partition, GPU rules with a GPU,
+    # one job per sweep item; some jobs ran side by side
     jobs = _slurm_jobs(env)
     assert set(jobs) == set(SUBMITTED), output[-4000:]
     for rule, (partition, gpu) in SUBMITTED.items():
-        job = jobs[rule]
-        assert job["JobState"] == "COMPLETED", (rule, job)
-        assert job["Partition"] == partition, (rule, job)
-        assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
+        for job in jobs[rule]:
+            assert job["JobState"] == "COMPLETED", (rule, job)
+            assert job["Partition"] == partition, (rule, job)
+            assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
         assert (workdir / ".snakemake/slurm_logs" / f"rule_{rule}").is_dir()
+    tiny = load_yaml(ROOT / "tests/configs/tiny.yaml")["apjn"]
+    assert len(jobs["apjn_curves"]) == 2 * len(tiny["variants"])  # (variant, input) items
+    assert len(jobs["apjn_depth_points"]) == len(tiny["variants"])
+    all_jobs = [job for rule_jobs in jobs.values() for job in rule_jobs]
+    assert _overlapping(all_jobs), [(j["StartTime"], j["EndTime"]) for j in all_jobs]
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", output)
-    assert sorted(submitted) == sorted(job["JobId"] for job in jobs.values())
+    assert sorted(submitted) == sorted(job["JobId"] for job in all_jobs)
     ran_locally = set(re.findall(r"^localrule (\w+):", output, re.MULTILINE))
     assert ran_locally == LOCAL
 

@@ -7,42 +7,18 @@ import pandas as pd
 import pytest
 from conftest import ROOT, load_yaml, run_snakemake
 
-from transformer_stability.apjn.experiment import (
-    AGREEMENT_COLUMNS,
-    END_TO_END_COLUMNS,
-    MEASURED_COLUMNS,
+from transformer_stability.apjn.agreement import AGREEMENT_COLUMNS
+from transformer_stability.apjn.experiment import END_TO_END_COLUMNS, MEASURED_COLUMNS
+from transformer_stability.apjn.study import (
+    ASYMPTOTIC_COLUMNS,
+    CURVE_COLUMNS,
+    DEPTH_COLUMNS,
+    LAW_COLUMNS,
 )
-from transformer_stability.apjn.study import ASYMPTOTIC_COLUMNS, CURVE_COLUMNS, DEPTH_COLUMNS
 from transformer_stability.apjn.train import TRAIN_COLUMNS
+from transformer_stability.registry import FIGURES as REGISTRY
 
-APJN_FIGURES = [
-    "theory_curves",
-    "permsym",
-    "images",
-    "gmfe",
-    "depth_scaling",
-    "sensitivity",
-    "token_stats",
-    "trainability",
-]
-FIGURES = [f"results/figures/apjn_{name}.pdf" for name in APJN_FIGURES]
-FIGURES += [
-    f"results/figures/counting_{name}.pdf"
-    for name in ("geometry", "bmin", "training", "constrained", "exponents")
-]
-FIGURES += [
-    f"results/figures/numerics_{name}.pdf"
-    for name in (
-        "errors",
-        "stream",
-        "alpha",
-        "weights",
-        "norms",
-        "softmax",
-        "lipschitz",
-        "recursion",
-    )
-]
+FIGURES = [figure.pdf for figure in REGISTRY.values()]
 TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 PROVENANCE = ["seed", "device", "dtype", "versions"]
 
@@ -90,6 +66,9 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     depth = pd.read_csv(tmp_path / "results/apjn/theory_depth.csv")
     assert list(depth.columns) == DEPTH_COLUMNS + PROVENANCE
     assert depth["depth"].max() == tiny["theory"]["max_depth"]
+    laws = pd.read_csv(tmp_path / "results/apjn/depth_laws.csv")
+    assert list(laws.columns) == LAW_COLUMNS + PROVENANCE
+    assert set(laws["quantity"]) == {"power_law_exponent", "sqrt_depth_slope"}
     asymptotics = pd.read_csv(tmp_path / "results/apjn/asymptotics.csv")
     assert list(asymptotics.columns) == ASYMPTOTIC_COLUMNS + PROVENANCE
     assert set(asymptotics["quantity"]) == {
@@ -130,9 +109,10 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
         re.findall(r'"name": "([\w.]+)", "filename": "[^"]*", "labels": (\{[^}]*\})', html)
     )
     label_of_study = {"apjn": "models", "counting": "placement", "numerics": "precision"}
-    for figure in FIGURES:
-        name = figure.split("/")[-1]
-        assert label_of_study[name.split("_")[0]] in json.loads(labels[name]), name
+    for figure in REGISTRY.values():
+        found = json.loads(labels[f"{figure.name}.pdf"])
+        assert found["figure"] == figure.code
+        assert label_of_study[figure.study] in found, figure.name
     for category in ("Study A: signal propagation", "Study C: counting", "Study N: numerics"):
         assert category in html
     assert "forward_source_block" in html

@@ -1,0 +1,79 @@
+"""Reruns follow changes: after the tiny run, editing one package module or one config key makes
+Snakemake plan exactly the jobs that depend on it (dry runs in the tiny run's directory)."""
+
+import contextlib
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, TINY, TINY_CORES, announced_jobs, run_snakemake
+
+from transformer_stability.registry import study_figures
+
+PACKAGE = ROOT / "src" / "transformer_stability"
+
+
+@contextlib.contextmanager
+def edited(module: str):
+    """The module with one comment line appended (a real content change, which Snakemake
+    checks by checksum), restored byte for byte and with its mtime afterwards."""
+    path = PACKAGE / module
+    original, stat = path.read_bytes(), path.stat()
+    try:
+        path.write_bytes(original + b"# an edit\n")
+        yield
+    finally:
+        path.write_bytes(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def planned(workdir: Path, *configfiles: str) -> list[tuple[str, dict[str, str]]]:
+    """The jobs a dry run of the tiny config (plus `configfiles`) plans, `all` left out."""
+    args = ["-n", "--cores", TINY_CORES, "--configfile", TINY, *configfiles]
+    result = run_snakemake(workdir, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [job for job in announced_jobs(result.stdout) if job[0] != "all"]
+
+
+def _rules(jobs) -> set[str]:
+    return {rule for rule, _ in jobs}
+
+
+def _figures(jobs) -> set[str]:
+    return {wildcards["figure"] for rule, wildcards in jobs if rule == "figure"}
+
+
+@pytest.fixture(scope="module")
+def workdir(tiny_run) -> Path:
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    assert planned(tiny_run.workdir) == [], "the tiny run is not up to date"
+    return tiny_run.workdir
+
+
+@pytest.mark.slow
+def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figures(workdir):
+    with edited("apjn/measure.py"):
+        jobs = planned(workdir)
+    measured = {"apjn_curves", "apjn_sensitivity", "apjn_depth_points"}
+    assert _rules(jobs) == measured | {"gather", "apjn_agreement", "figure"}
+    expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats"}
+    assert _figures(jobs) == expected | {"apjn_sensitivity", "apjn_depth_scaling"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", ["apjn", "numerics", "counting"])
+def test_editing_a_figures_module_redraws_only_its_figures(workdir, study):
+    with edited(f"{study}/figures.py"):
+        jobs = planned(workdir)
+    assert _rules(jobs) == {"figure"}
+    assert _figures(jobs) == {figure.name for figure in study_figures(study)}
+
+
+@pytest.mark.slow
+def test_changing_the_theory_widths_does_not_retrain(workdir, tmp_path):
+    wider = tmp_path / "wider.yaml"
+    wider.write_text(yaml.safe_dump({"counting": {"theory": {"widths": [8, 16]}}}))
+    jobs = planned(workdir, str(wider))
+    assert "counting_theory" in _rules(jobs)
+    assert not _rules(jobs) & {"counting_training", "apjn_train", "numerics_gpt2"}
