@@ -30,7 +30,7 @@ def test_closures_follow_imports_transitively():
     [
         ("apjn_train.py", {"apjn/measure.py", "apjn/experiment.py"}),
         ("apjn_theory_curves.py", {"apjn/measure.py", "apjn/models.py"}),
-        ("counting_training.py", {"counting/theory.py", "counting/constructions.py"}),
+        ("counting_train.py", {"counting/theory.py", "counting/constructions.py"}),
     ],
 )
 def test_a_job_does_not_depend_on_code_it_never_runs(script, not_imported):

@@ -1,0 +1,125 @@
+"""One paper-scale item of each GPU rule, timed, with its peak GPU memory: A, one ViT-B depth-64
+APJN measurement (apjn_curves); N, one GPT-2 small (model, α, storage) group at T = 1024
+(numerics_gpt2); C, one float64 training length (counting_training). Run through
+bench/gpu_smoke.sh on a GPU node; `--device cpu --configfile tests/configs/tiny.yaml` runs the
+same code path on a laptop in seconds (the tests do).
+
+The items are taken from the configured sweeps exactly as the workflow enumerates them, and run
+through the functions the chunk jobs call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import platform
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from transformer_stability.apjn.experiment import curve_table
+from transformer_stability.apjn.items import curve_items
+from transformer_stability.config import validate_config
+from transformer_stability.counting.experiment import training_table
+from transformer_stability.counting.items import train_items
+from transformer_stability.device import resolve_device
+from transformer_stability.numerics.items import group_items
+from transformer_stability.numerics.study import group_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_config(configfile: Path) -> dict[str, Any]:
+    """config.yaml with the preset merged over it, validated (defaults filled)."""
+
+    def merge(base: dict, over: dict) -> dict:
+        out = copy.deepcopy(base)
+        for key, value in over.items():
+            both = isinstance(value, dict) and isinstance(out.get(key), dict)
+            out[key] = merge(out[key], value) if both else copy.deepcopy(value)
+        return out
+
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config = merge(base, yaml.safe_load(configfile.read_text()) or {})
+    return validate_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+
+
+def pick(items: list, wanted: str):
+    """The item called `wanted`, else the first one (the tiny config has other names)."""
+    return next((item for item in items if item.id == wanted), items[0])
+
+
+def smoke_items(config: dict[str, Any], length: int) -> list[tuple[str, Any, Callable]]:
+    seed = config["seed"]
+    numerics = copy.deepcopy(config["numerics"])
+    # random weights: the smoke run needs no hub and no local checkpoint
+    numerics["models"] = [m for m in numerics["models"] if m["weights"] == "random"][:1]
+    counting = config["counting"]
+    regression = [i for i in train_items(counting, seed) if i.readout == "regression"]
+    return [
+        ("apjn_curves", pick(curve_items(config["apjn"], seed), "ln_equiangular"), curve_table),
+        ("numerics_gpt2", pick(group_items(numerics, seed), "random-gpt2_a1_fp32"), group_tables),
+        ("counting_training", pick(regression, f"regression_L{length}"), training_table),
+    ]
+
+
+def run(name: str, item: Any, table_of: Callable, device: torch.device) -> dict[str, Any]:
+    """Time one item (after a warm-up of CUDA's context) and read its peak GPU memory."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    table_of(item, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
+    print(f"{name} {item.id}: {seconds:.1f} s, peak GPU memory {peak:.0f} MiB", flush=True)
+    return {"rule": name, "item": item.id, "seconds": seconds, "peak_mib": peak}
+
+
+def results_section(rows: list[dict[str, Any]], device: torch.device, configfile: Path) -> str:
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
+    lines = [
+        "",
+        f"## GPU smoke: one paper-scale item per GPU rule (bench/gpu_smoke.sh, {configfile.name})",
+        "",
+        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Device: {device} ({name}), "
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}.",
+        "",
+        "| rule | item | time | peak GPU memory |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| `{r['rule']}` | `{r['item']}` | {r['seconds']:.1f} s | {r['peak_mib']:.0f} MiB |"
+        for r in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configfile", type=Path, default=ROOT / "config/paper.yaml")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--length", type=int, default=128, help="Study C regression length")
+    parser.add_argument(
+        "--results", type=Path, help="append a section to this markdown file (CUDA runs only)"
+    )
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    config = load_config(args.configfile)
+    if device.type == "cuda":
+        torch.zeros(1, device=device)  # CUDA context outside the timings
+    rows = [run(name, item, fn, device) for name, item, fn in smoke_items(config, args.length)]
+    if args.results and device.type == "cuda":
+        with open(args.results, "a") as handle:
+            handle.write(results_section(rows, device, args.configfile))
+
+
+if __name__ == "__main__":
+    main()
