@@ -5,11 +5,11 @@ import math
 
 import huggingface_hub.constants
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from transformer_stability.numerics.gpt2 import (
-    GPT2Spec,
     ModelSourceError,
     build_gpt2,
     embed,
@@ -17,7 +17,8 @@ from transformer_stability.numerics.gpt2 import (
     residual_stream,
     stored_blocks,
 )
-from transformer_stability.numerics.gpt2_runs import RunSettings, run_gpt2
+from transformer_stability.numerics.gpt2_runs import run_group, weights_table
+from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     inf_norm,
     quantiles,
@@ -25,6 +26,7 @@ from transformer_stability.numerics.metrics import (
     weight_magnitudes,
 )
 from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.spec import GPT2Spec
 
 TINY = GPT2Spec(size="tiny", layers=3, width=32, heads=4, vocab=97, positions=64)
 FP64 = Precision.parse("fp64")
@@ -151,16 +153,16 @@ def test_weight_magnitudes_match_their_definitions(tiny_model):
     assert inf_norm(torch.tensor([[1.0, -2.0], [0.5, 0.5]])) == 3.0
 
 
+def _run_tables(model, alphas, groups, inputs: TokenInputs, seed: int = 0):
+    """errors and recursion of every (alpha, storage group), stacked as the gather rule does."""
+    runs = [run_group(model, TINY, a, g, inputs, seed, CPU) for a in alphas for g in groups]
+    return tuple(pd.concat(tables, ignore_index=True) for tables in zip(*runs, strict=True))
+
+
 def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
-    settings = RunSettings(
-        alphas=(1e-3, 10.0, 100.0),
-        precisions=("fp32", "m10"),
-        seq_len=24,
-        sequences=4,
-        batch=2,
-        seed=0,
-    )
-    errors, recursion, weights = run_gpt2(tiny_model, TINY, settings, CPU)
+    inputs = TokenInputs(seq_len=24, sequences=4, batch=2)
+    errors, recursion = _run_tables(tiny_model, (1e-3, 10.0, 100.0), [("fp32", "m10")], inputs)
+    weights = weights_table(tiny_model, TINY)
     assert list(errors.columns[:12]) == [
         "weights",
         "model",
@@ -194,31 +196,18 @@ def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
     assert at[1e-3] < at[10.0] / 10  # embedding-dominated: the branches barely touch h
 
 
-def test_a_killed_run_resumes_from_its_checkpoint_with_the_same_tables(
-    tiny_model, tmp_path, monkeypatch
-):
-    from transformer_stability.checkpoint import Checkpoint
-    from transformer_stability.numerics import gpt2_runs
+def test_a_group_run_is_the_same_alone_or_beside_other_groups(tiny_model):
+    """One storage group's tables do not depend on which other formats were configured: a
+    bf16 group beside an fp32 group gives the rows it gives alone."""
+    inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
+    both = _run_tables(tiny_model, (0.1,), [("fp32", "m10"), ("bf16",)], inputs)
+    alone = _run_tables(tiny_model, (0.1,), [("bf16",)], inputs)
+    for got, want in zip(both, alone, strict=True):
+        bf16 = got[got.precision == "bf16"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(bf16, want)
 
-    settings = RunSettings(
-        alphas=(0.1, 10.0), precisions=("fp32",), seq_len=8, sequences=2, batch=2, seed=0
-    )
-    expected = run_gpt2(tiny_model, TINY, settings, CPU)
-    real, calls = gpt2_runs._run_group, []
 
-    def dies_on_the_second_group(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(gpt2_runs, "_run_group", dies_on_the_second_group)
-    output = tmp_path / "errors.csv"
-    with pytest.raises(KeyboardInterrupt):
-        run_gpt2(tiny_model, TINY, settings, CPU, Checkpoint.beside(output, run="tiny"))
-    monkeypatch.setattr(gpt2_runs, "_run_group", real)
-    checkpoint = Checkpoint.beside(output, run="tiny")
-    resumed = run_gpt2(tiny_model, TINY, settings, CPU, checkpoint)
-    assert (checkpoint.loaded, checkpoint.computed) == (1, 1)
-    for got, want in zip(resumed, expected, strict=True):
-        assert got.equals(want)
+def test_a_group_must_share_one_storage_format(tiny_model):
+    inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
+    with pytest.raises(ValueError, match="share one storage format"):
+        run_group(tiny_model, TINY, 1.0, ("fp32", "bf16"), inputs, 0, CPU)

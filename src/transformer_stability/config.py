@@ -16,6 +16,9 @@ from jsonschema import Draft202012Validator, ValidationError
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+# the GPT-2 sizes live with the Study N model spec, so that editing validation reruns no job
+from transformer_stability.numerics.spec import GPT2_SIZES, numerics_model_name
+
 
 class ConfigError(ValueError):
     """The config does not satisfy the schema or a cross-key constraint."""
@@ -96,21 +99,6 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
 
 
-# (layers, width, heads) of the released GPT-2 family; here, torch-free, so that validation
-# and the model builder (numerics/gpt2.py) share one table
-GPT2_SIZES = {
-    "gpt2": (12, 768, 12),
-    "gpt2-medium": (24, 1024, 16),
-    "gpt2-large": (36, 1280, 20),
-    "gpt2-xl": (48, 1600, 25),
-}
-
-
-def numerics_model_name(weights: str, size: str) -> str:
-    """How tables and file names call a Study N model, e.g. 'random-gpt2'."""
-    return f"{weights}-{size}"
-
-
 def _numerics_checks(numerics: dict[str, Any]) -> list[tuple[bool, str, str]]:
     """Model entries: unique names, a complete custom shape, no pretrained custom shapes."""
     checks = []
@@ -139,6 +127,12 @@ def _numerics_checks(numerics: dict[str, Any]) -> list[tuple[bool, str, str]]:
             ),
         ]
     return checks
+
+
+def may_use_gpu(device: str) -> bool:
+    """Whether jobs may run on a GPU: `cuda`, or `auto` on a machine with an NVIDIA driver
+    (read without importing torch, so that planning a run stays fast)."""
+    return device == "cuda" or (device == "auto" and Path("/dev/nvidiactl").exists())
 
 
 def load_schema(path: str | Path) -> dict[str, Any]:

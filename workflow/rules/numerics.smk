@@ -1,65 +1,71 @@
 # Study N: numerical stability of mixed-precision inference (shared/specs/numerics.md).
-# Heavy rules (GPT-2 runs, synthetic bound experiments) write tidy tables; plot rules only read.
-from transformer_stability.config import numerics_model_name
+# Every (model, α, storage group) of the GPT-2 runs and every model's weight magnitudes is a
+# sweep item (transformer_stability/numerics/items.py), computed in chunk jobs and gathered into
+# one table per sweep; the synthetic bound experiments are one job each.
+from transformer_stability.numerics.items import group_items, weights_items
 
-NUMERICS_MODELS = [
-    numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
-]
-
-
-def numerics_params(*keys):
-    """The given sections of config['numerics'], as a rule's params."""
-    return {key: config["numerics"][key] for key in keys}
-
+NUMERICS_GPT2 = sweep(
+    "numerics_gpt2",
+    group_items(config["numerics"], config["seed"]),
+    {
+        "numerics/gpt2_errors": "results/numerics/items/gpt2/{chunk}_errors.csv",
+        "numerics/gpt2_recursion": "results/numerics/items/gpt2/{chunk}_recursion.csv",
+    },
+)
+# one item per model: as many chunks as the GPT-2 runs get, at most one per model
+NUMERICS_WEIGHTS = sweep(
+    "numerics_gpt2",
+    weights_items(config["numerics"], config["seed"]),
+    {"numerics/gpt2_weights": "results/numerics/items/weights/{chunk}.csv"},
+)
 
 
 rule numerics_gpt2:
+    input:
+        sources=code("numerics_gpt2.py"),
     output:
-        errors="results/numerics/gpt2/{model}_errors.csv",
-        recursion="results/numerics/gpt2/{model}_recursion.csv",
-        weights="results/numerics/gpt2/{model}_weights.csv",
+        errors="results/numerics/items/gpt2/{chunk}_errors.csv",
+        recursion="results/numerics/items/gpt2/{chunk}_recursion.csv",
     log:
-        "results/logs/numerics/gpt2_{model}.log",
+        "results/logs/numerics/gpt2/{chunk}.log",
     benchmark:
-        "results/benchmarks/numerics/gpt2_{model}.tsv"
+        "results/benchmarks/numerics/gpt2/{chunk}.tsv"
     wildcard_constraints:
-        model="|".join(NUMERICS_MODELS),
+        chunk=one_of(NUMERICS_GPT2),
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     resources:
         gpu=GPU_TOKENS,
     params:
-        numerics=numerics_params("models", "inputs", "alphas", "precisions"),
-        seed=config["seed"],
+        chunk_items=lambda wildcards: NUMERICS_GPT2[wildcards.chunk],
         device=config["device"],
     script:
         "../scripts/numerics_gpt2.py"
 
 
-rule numerics_gpt2_tables:
+rule numerics_weights:
     input:
-        errors=expand("results/numerics/gpt2/{model}_errors.csv", model=NUMERICS_MODELS),
-        recursion=expand(
-            "results/numerics/gpt2/{model}_recursion.csv", model=NUMERICS_MODELS
-        ),
-        weights=expand(
-            "results/numerics/gpt2/{model}_weights.csv", model=NUMERICS_MODELS
-        ),
+        sources=code("numerics_weights.py"),
     output:
-        errors="results/numerics/gpt2_errors.csv",
-        recursion="results/numerics/gpt2_recursion.csv",
-        weights="results/numerics/gpt2_weights.csv",
+        "results/numerics/items/weights/{chunk}.csv",
     log:
-        "results/logs/numerics/gpt2_tables.log",
-    localrule: True
+        "results/logs/numerics/weights/{chunk}.log",
+    benchmark:
+        "results/benchmarks/numerics/weights/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(NUMERICS_WEIGHTS),
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        chunk_items=lambda wildcards: NUMERICS_WEIGHTS[wildcards.chunk],
+        device="cpu",  # a few norms of the weights
     script:
-        "../scripts/numerics_concat.py"
+        "../scripts/numerics_weights.py"
 
 
 rule numerics_bounds:
+    input:
+        sources=code("numerics_bounds.py"),
     output:
         "results/numerics/{experiment}.csv",
     log:
@@ -70,7 +76,6 @@ rule numerics_bounds:
         experiment="norms|softmax|lipschitz",
     conda:
         "../../envs/pipeline.yaml"
-    threads: workflow.cores
     params:
         section=lambda wildcards: config["numerics"][wildcards.experiment],
         seed=config["seed"],

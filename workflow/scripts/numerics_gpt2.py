@@ -1,30 +1,7 @@
-"""Rule numerics_gpt2: one model's residual-scaling runs -> errors, recursion, weights tables.
-Each finished (alpha, storage) group is checkpointed beside the output, so a rerun after a kill
-resumes."""
+"""Rule numerics_gpt2: one chunk of Study N's GPT-2 runs (a model, an α, the test formats of one
+storage group) -> the chunk's errors and recursion tables, rows tagged with their item."""
 
-import torch
+from transformer_stability.jobs import chunk_job
+from transformer_stability.numerics.study import group_tables
 
-from transformer_stability.checkpoint import Checkpoint
-from transformer_stability.device import resolve_device
-from transformer_stability.io import write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.numerics.study import gpt2_tables
-from transformer_stability.provenance import with_provenance
-
-setup_logging(snakemake.log[0])
-torch.set_num_threads(snakemake.threads)
-params = snakemake.params
-model = snakemake.wildcards.model
-device = resolve_device(params.device)
-checkpoint = Checkpoint.beside(
-    snakemake.output.errors,
-    numerics=params.numerics,
-    model=model,
-    seed=params.seed,
-    device=str(device),
-)
-tables = gpt2_tables(params.numerics, model, params.seed, device, checkpoint)
-for name, table in tables.items():
-    stamped = with_provenance(table, seed=params.seed, device=str(device), dtype="float64")
-    write_table(stamped, snakemake.output[name])
-checkpoint.clear()
+chunk_job(snakemake, group_tables)

@@ -17,49 +17,12 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from transformer_stability.config import GPT2_SIZES, numerics_model_name
 from transformer_stability.numerics.rounding import Precision
-
-GPT2_VOCAB = 50257
-GPT2_POSITIONS = 1024
+from transformer_stability.numerics.spec import GPT2Spec
 
 
 class ModelSourceError(RuntimeError):
     """Pretrained weights could not be loaded; the message names the config key to change."""
-
-
-@dataclass(frozen=True)
-class GPT2Spec:
-    """Which GPT-2 to build: a named size or an explicit shape, random or pretrained weights."""
-
-    size: str = "gpt2"
-    weights: str = "random"
-    source: str | None = None  # hub id or local directory, for pretrained weights
-    layers: int | None = None
-    width: int | None = None
-    heads: int | None = None
-    vocab: int = GPT2_VOCAB
-    positions: int = GPT2_POSITIONS
-    key: str = "numerics.models[0]"  # config key, for error messages
-
-    @property
-    def name(self) -> str:
-        """Identifier used in tables and file names, e.g. 'random-gpt2'."""
-        return numerics_model_name(self.weights, self.size)
-
-    def shape(self) -> tuple[int, int, int]:
-        if self.size in GPT2_SIZES:
-            return GPT2_SIZES[self.size]
-        if None in (self.layers, self.width, self.heads):
-            raise ValueError(
-                f"config key '{self.key}.size': {self.size!r} is not a GPT-2 size "
-                f"({', '.join(GPT2_SIZES)}); a custom size needs layers, width and heads"
-            )
-        return self.layers, self.width, self.heads
-
-    @classmethod
-    def from_config(cls, entry: dict, key: str) -> GPT2Spec:
-        return cls(**entry, key=key)
 
 
 def random_gpt2(spec: GPT2Spec, generator: torch.Generator) -> GPT2LMHeadModel:

@@ -1,32 +1,32 @@
 """The GPT-2 residual-scaling experiment: test formats against a float64 reference.
 
-For each (α, precision) the embedded input is computed once in float32, brought into the test
-format and handed identically to the test run and to the float64 reference, which holds the
-very numbers the test format stores (upcast exactly). Both runs advance block by block, so the
-error at every residual add is measured without keeping the whole stream in memory.
+One run is one storage group at one α (a Study N item): the test formats that store the same
+numbers share one float64 reference. For each precision the embedded input is computed once in
+float32, brought into the test format and handed identically to the test run and to the float64
+reference, which holds the very numbers the test format stores (upcast exactly). Both runs
+advance block by block, so the error at every residual add is measured without keeping the
+whole stream in memory.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 from transformers import GPT2LMHeadModel
 
-from transformer_stability.checkpoint import Checkpoint, NoCheckpoint
 from transformer_stability.numerics.gpt2 import (
     BlockWeights,
-    GPT2Spec,
     ResidualAdd,
     embed,
     residual_stream,
     stored_blocks,
 )
+from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     ERROR_METRICS,
     QUANTILES,
@@ -38,6 +38,7 @@ from transformer_stability.numerics.metrics import (
     weight_magnitudes,
 )
 from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.spec import GPT2Spec
 
 log = logging.getLogger(__name__)
 REFERENCE = Precision.parse("fp64")
@@ -45,16 +46,6 @@ RUN_COLUMNS = ["weights", "model", "precision", "alpha", "checkpoint", "kind"]
 ERROR_COLUMNS = [*RUN_COLUMNS, "metric", *QUANTILES]
 RECURSION_COLUMNS = [*RUN_COLUMNS, "measured", "bound", "growth", "local"]
 WEIGHT_COLUMNS = ["weights", "model", "block", "quantity", "value"]
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    alphas: tuple[float, ...]
-    precisions: tuple[str, ...]
-    seq_len: int
-    sequences: int
-    batch: int
-    seed: int
 
 
 def token_ids(vocab: int, sequences: int, seq_len: int, seed: int) -> torch.Tensor:
@@ -130,7 +121,7 @@ def _run_group(
     ids: torch.Tensor,
     precisions: list[Precision],
     alpha: float,
-    settings: RunSettings,
+    batch_size: int,
     device: torch.device,
 ) -> dict[str, _Accumulator]:
     """Test runs that store the same numbers (one storage dtype) share one float64 reference."""
@@ -139,7 +130,7 @@ def _run_group(
     ref_blocks = [block.cast(REFERENCE) for block in tests[0]]
     accs = {p.name: _Accumulator() for p in precisions}
     with torch.no_grad():
-        for batch in ids.split(settings.batch):
+        for batch in ids.split(batch_size):
             h0 = storage.store(embed(model, batch.to(device)).float())
             previous = h0.to(torch.float64)
             streams = [residual_stream(b, h0, p) for b, p in zip(tests, precisions, strict=True)]
@@ -201,47 +192,34 @@ def _group_tables(
     return errors, recursion
 
 
-def run_gpt2(
+def run_group(
     model: GPT2LMHeadModel,
     spec: GPT2Spec,
-    settings: RunSettings,
+    alpha: float,
+    precisions: Sequence[str],
+    inputs: TokenInputs,
+    seed: int,
     device: torch.device,
-    checkpoint: Checkpoint | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(errors, recursion, weights) tables of every (α, precision) for one model.
-
-    Each (α, storage dtype) group is one checkpoint item, so a killed job resumes there.
-    """
-    checkpoint = checkpoint or NoCheckpoint()
-    ids = token_ids(model.config.vocab_size, settings.sequences, settings.seq_len, settings.seed)
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(errors, recursion) tables of one storage group at one α: every format of `precisions`
+    (all held in one storage dtype) against one float64 reference, on token ids from `seed`."""
+    group = [Precision.parse(name) for name in precisions]
+    if len({p.storage for p in group}) != 1:
+        raise ValueError(f"precisions {list(precisions)} do not share one storage format")
+    ids = token_ids(model.config.vocab_size, inputs.sequences, inputs.seq_len, seed)
     weights = weights_table(model, spec)
     omegas = weights.pivot(index="block", columns="quantity", values="value")
     model = model.to(device)
     dims = {
         "width": model.config.n_embd,
-        "seq_len": settings.seq_len,
+        "seq_len": inputs.seq_len,
         "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
     }
-    groups: dict[torch.dtype, list[Precision]] = defaultdict(list)
-    for name in settings.precisions:
-        precision = Precision.parse(name)
-        groups[precision.storage].append(precision)
-    errors, recursion = [], []
-    runs = [(alpha, group) for alpha in settings.alphas for group in groups.values()]
-    for alpha, group in tqdm(runs, desc=f"{spec.name} (alpha, storage)", mininterval=5):
-        names = "+".join(p.name for p in group)
-
-        def compute(alpha=alpha, group=group):
-            accs = _run_group(model, ids, group, alpha, settings, device)
-            return _group_tables(accs, group, alpha, omegas, dims)
-
-        group_errors, group_recursion = checkpoint.cached(f"alpha={alpha!r}-{names}", compute)
-        errors += group_errors
-        recursion += group_recursion
-        log.info("%s alpha=%g %s done", spec.name, alpha, names)
+    accs = _run_group(model, ids, group, alpha, inputs.batch, device)
+    errors, recursion = _group_tables(accs, group, alpha, omegas, dims)
+    log.info("%s alpha=%g %s done", spec.name, alpha, "+".join(precisions))
     ids_columns = {"weights": spec.weights, "model": spec.name}
     return (
         pd.concat(errors, ignore_index=True).assign(**ids_columns)[ERROR_COLUMNS],
         pd.concat(recursion, ignore_index=True).assign(**ids_columns)[RECURSION_COLUMNS],
-        weights,
     )

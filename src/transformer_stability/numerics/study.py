@@ -1,47 +1,41 @@
-"""Study N GPT-2 tables (N1-N4, N8) of one configured model."""
+"""Study N GPT-2 tables (N1-N4, N8), one item at a time: the errors and recursion tables of one
+(model, α, storage group), the weights table of one model."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pandas as pd
 import torch
+from transformers import GPT2LMHeadModel
 
-from transformer_stability.checkpoint import Checkpoint
-from transformer_stability.numerics.gpt2 import GPT2Spec, build_gpt2
-from transformer_stability.numerics.gpt2_runs import RunSettings, run_gpt2
-
-
-def model_entry(numerics: dict, name: str) -> tuple[GPT2Spec, int]:
-    """The configured GPT-2 whose identifier (e.g. 'random-gpt2') is `name`, and its index."""
-    for index, entry in enumerate(numerics["models"]):
-        spec = GPT2Spec.from_config(entry, key=f"numerics.models[{index}]")
-        if spec.name == name:
-            return spec, index
-    raise KeyError(f"no entry of numerics.models is called {name!r}")
+from transformer_stability.numerics.gpt2 import build_gpt2
+from transformer_stability.numerics.gpt2_runs import run_group, weights_table
+from transformer_stability.numerics.items import GroupItem, WeightsItem
+from transformer_stability.numerics.spec import GPT2Spec
 
 
-def gpt2_tables(
-    numerics: dict,
-    name: str,
-    seed: int,
-    device: torch.device,
-    checkpoint: Checkpoint | None = None,
-) -> dict[str, pd.DataFrame]:
-    """errors, recursion and weights tables of one configured model."""
-    spec, index = model_entry(numerics, name)
-    model = build_gpt2(spec, torch.Generator().manual_seed(seed + index))
-    inputs = numerics["inputs"]
-    if inputs["seq_len"] > model.config.n_positions:
+@lru_cache(maxsize=1)
+def gpt2_model(spec: GPT2Spec, seed: int) -> GPT2LMHeadModel:
+    """The model of `spec`, random weights drawn from `seed` (an item's `model_seed`). Cached:
+    the items of one model in one chunk job build it once."""
+    return build_gpt2(spec, torch.Generator().manual_seed(seed))
+
+
+def group_tables(item: GroupItem, device: torch.device) -> dict[str, pd.DataFrame]:
+    """errors and recursion tables of one (model, α, storage group)."""
+    model = gpt2_model(item.spec, item.model_seed)
+    if item.inputs.seq_len > model.config.n_positions:
         raise ValueError(
-            f"config key 'numerics.inputs.seq_len': {inputs['seq_len']} exceeds the "
-            f"{model.config.n_positions} positions of {name}"
+            f"config key 'numerics.inputs.seq_len': {item.inputs.seq_len} exceeds the "
+            f"{model.config.n_positions} positions of {item.spec.name}"
         )
-    settings = RunSettings(
-        alphas=tuple(numerics["alphas"]),
-        precisions=tuple(numerics["precisions"]),
-        seq_len=inputs["seq_len"],
-        sequences=inputs["sequences"],
-        batch=inputs["batch"],
-        seed=seed,
+    errors, recursion = run_group(
+        model, item.spec, item.alpha, item.precisions, item.inputs, item.seed, device
     )
-    errors, recursion, weights = run_gpt2(model, spec, settings, device, checkpoint)
-    return {"errors": errors, "recursion": recursion, "weights": weights}
+    return {"errors": errors, "recursion": recursion}
+
+
+def weights_rows(item: WeightsItem, device: torch.device) -> pd.DataFrame:
+    """ω_OV, ω_UD, ω_KQ per block of one model (computed on the CPU: a few norms)."""
+    return weights_table(gpt2_model(item.spec, item.model_seed), item.spec)

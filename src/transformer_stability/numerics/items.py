@@ -1,0 +1,131 @@
+"""Study N's sweep as items: the `numerics` config section parsed once into frozen dataclasses.
+Torch-free, so that the workflow can enumerate items without importing torch.
+
+A GPT-2 item is one (model, α, storage group): every test format of `numerics.precisions` that
+stores the same numbers (fp32 and the emulated m<bits>, or bf16, ...) shares one float64
+reference run, so a group is the natural unit of work. A weights item is one model's weight
+magnitudes. Every item carries exactly the settings its job reads, so Snakemake reruns a job
+when, and only when, one of them changes.
+
+Seeds follow identity, never list position: the random model's seed is derived from the base
+seed and the model's name (`model_seed`), so every item of a model builds the identical model
+and adding or reordering models changes nobody else's numbers; the token ids use the base seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from transformer_stability.numerics.spec import GPT2Spec
+
+# storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
+_STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
+_EMULATED = re.compile(r"m\d+")
+
+
+def storage_format(precision: str) -> str:
+    """'fp32' for fp32 and every m<bits>, else the format itself (matches Precision.storage)."""
+    if precision in _STORAGE:
+        return _STORAGE[precision]
+    if _EMULATED.fullmatch(precision):
+        return "fp32"
+    raise ValueError(f"unknown precision {precision!r}")
+
+
+def model_seed(seed: int, name: str) -> int:
+    """The seed of model `name` (e.g. 'random-gpt2') under base seed `seed`: the first 4 bytes of
+    sha256('<seed>/<name>'), stable across Python versions and machines."""
+    digest = hashlib.sha256(f"{seed}/{name}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+@dataclass(frozen=True)
+class TokenInputs:
+    """The synthetic input: `sequences` sequences of `seq_len` uniform token ids, `batch` per
+    forward."""
+
+    seq_len: int
+    sequences: int
+    batch: int
+
+
+@dataclass(frozen=True)
+class GroupItem:
+    """The test formats of one storage group against one float64 reference, for one model at
+    one residual scaling α."""
+
+    spec: GPT2Spec
+    alpha: float
+    precisions: tuple[str, ...]  # in config order; all share one storage format
+    inputs: TokenInputs
+    seed: int  # base seed: the token ids; the model's seed is derived from it and the name
+
+    @property
+    def storage(self) -> str:
+        return storage_format(self.precisions[0])
+
+    @property
+    def id(self) -> str:
+        return f"{self.spec.name}_a{self.alpha:g}_{self.storage}"
+
+    @property
+    def model_seed(self) -> int:
+        return model_seed(self.seed, self.spec.name)
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+@dataclass(frozen=True)
+class WeightsItem:
+    """The weight magnitudes ω_OV, ω_UD, ω_KQ per block of one model (α = 1, float32)."""
+
+    spec: GPT2Spec
+    seed: int  # base seed, as in GroupItem
+
+    @property
+    def id(self) -> str:
+        return self.spec.name
+
+    @property
+    def model_seed(self) -> int:
+        return model_seed(self.seed, self.spec.name)
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
+    return [
+        GPT2Spec.from_config(entry, key=f"numerics.models[{index}]")
+        for index, entry in enumerate(numerics["models"])
+    ]
+
+
+def storage_groups(precisions: list[str]) -> list[tuple[str, ...]]:
+    """The test formats grouped by storage format, groups in order of first appearance."""
+    groups: dict[str, list[str]] = {}
+    for name in precisions:
+        groups.setdefault(storage_format(name), []).append(name)
+    return [tuple(group) for group in groups.values()]
+
+
+def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
+    """Every (model, α, storage group), in the order of the gathered tables."""
+    cfg = numerics["inputs"]
+    inputs = TokenInputs(seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"])
+    return [
+        GroupItem(spec, alpha, group, inputs, seed)
+        for spec in model_specs(numerics)
+        for alpha in numerics["alphas"]
+        for group in storage_groups(numerics["precisions"])
+    ]
+
+
+def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
+    return [WeightsItem(spec, seed) for spec in model_specs(numerics)]

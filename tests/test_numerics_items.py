@@ -1,0 +1,142 @@
+"""Study N items: ids, storage groups, seeds from identity, and chunk tables that gather into the
+same tables however the sweep is chunked."""
+
+import sys
+
+import pandas as pd
+import pytest
+import torch
+from conftest import ROOT, deep_merge, load_yaml
+
+from transformer_stability.io import read_table
+from transformer_stability.numerics.items import (
+    group_items,
+    model_seed,
+    storage_format,
+    storage_groups,
+    weights_items,
+)
+from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.study import gpt2_model, group_tables, weights_rows
+from transformer_stability.sweeps import chunk_items, gather_items, run_chunk
+
+TINY_MODEL = {"size": "tiny", "weights": "random", "layers": 2, "width": 16, "heads": 2}
+CUSTOM = {"source": None, "vocab": 64, "positions": 32}
+
+
+def _numerics(**changes) -> dict:
+    config = deep_merge(
+        load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / "tests/configs/tiny.yaml")
+    )
+    numerics = config["numerics"]
+    numerics["models"] = [{**CUSTOM, **TINY_MODEL}]
+    return {**numerics, **changes}
+
+
+def test_items_are_one_per_model_alpha_and_storage_group_in_table_order():
+    numerics = _numerics(alphas=[0.001, 1.0, 1000.0], precisions=["fp32", "bf16", "m16", "m10"])
+    numerics["models"].append({**CUSTOM, **TINY_MODEL, "size": "other"})
+    items = group_items(numerics, seed=0)
+    assert [item.id for item in items[:3]] == [
+        "random-tiny_a0.001_fp32",
+        "random-tiny_a0.001_bf16",
+        "random-tiny_a1_fp32",
+    ]
+    assert items[-1].id == "random-other_a1000_bf16"
+    assert len(items) == 2 * 3 * 2
+    assert items[0].precisions == ("fp32", "m16", "m10") and items[1].precisions == ("bf16",)
+    assert [item.id for item in weights_items(numerics, seed=0)] == ["random-tiny", "random-other"]
+    assert len(chunk_items(items, 100)) == len(items)  # ids are distinct and file-name safe
+
+
+@pytest.mark.parametrize("name", ["fp64", "fp32", "bf16", "fp16", "m1", "m10", "m16", "m23"])
+def test_storage_format_matches_the_precision_dtype(name):
+    dtypes = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16}
+    dtypes["fp16"] = torch.float16
+    assert dtypes[storage_format(name)] == Precision.parse(name).storage
+
+
+def test_storage_groups_keep_config_order():
+    assert storage_groups(["m10", "bf16", "fp32", "fp16", "m16"]) == [
+        ("m10", "fp32", "m16"),
+        ("bf16",),
+        ("fp16",),
+    ]
+
+
+def test_model_seed_follows_the_name_not_the_list_position():
+    assert model_seed(0, "random-gpt2") == 1240934583  # stable across runs and machines
+    assert model_seed(0, "random-gpt2") != model_seed(1, "random-gpt2")
+    assert model_seed(0, "random-gpt2") != model_seed(0, "random-gpt2-medium")
+    other = {**CUSTOM, **TINY_MODEL, "size": "other"}
+    first, second = _numerics(), _numerics()
+    first["models"] = [first["models"][0], other]
+    second["models"] = [other, second["models"][0]]
+    by_id = lambda items: {item.id: item for item in items}  # noqa: E731
+    a, b = by_id(group_items(first, 3)), by_id(group_items(second, 3))
+    assert a == b  # reordering the models changes no item (hence no job's params)
+    assert {repr(item) for item in a.values()} == {repr(item) for item in b.values()}
+    assert a["random-tiny_a1_fp32"].model_seed == model_seed(3, "random-tiny")
+
+
+def test_every_item_of_a_model_builds_the_identical_model():
+    items = group_items(_numerics(), seed=0)
+    weights = weights_items(_numerics(), seed=0)[0]
+    assert len({item.model_seed for item in [*items, weights]}) == 1
+    gpt2_model.cache_clear()
+    first = gpt2_model(items[0].spec, items[0].model_seed).state_dict()
+    gpt2_model.cache_clear()
+    again = gpt2_model(items[-1].spec, items[-1].model_seed).state_dict()
+    for name, tensor in first.items():
+        assert torch.equal(tensor, again[name]), name
+
+
+def test_chunk_tables_gather_into_the_same_tables_however_the_sweep_is_chunked(tmp_path):
+    items = group_items(_numerics(alphas=[0.1, 10.0], precisions=["fp32", "bf16"]), seed=0)
+    cpu = torch.device("cpu")
+    gathered = {}
+    for count in (1, 3, len(items)):
+        paths = {}
+        for chunk, members in chunk_items(items, count).items():
+            paths[chunk] = {
+                n: tmp_path / f"{count}" / f"{chunk}_{n}.csv" for n in ("errors", "recursion")
+            }
+            run_chunk(members, lambda item: group_tables(item, cpu), paths[chunk], "cpu")
+        gathered[count] = {
+            name: gather_items(
+                [read_table(p[name]) for p in paths.values()], [item.id for item in items]
+            )
+            for name in ("errors", "recursion")
+        }
+    for count in (3, len(items)):
+        for name in ("errors", "recursion"):
+            pd.testing.assert_frame_equal(gathered[count][name], gathered[1][name])
+    errors = gathered[1]["errors"]
+    assert list(dict.fromkeys(zip(errors.alpha, errors.precision, strict=True))) == [
+        (0.1, "fp32"),
+        (0.1, "bf16"),
+        (10.0, "fp32"),
+        (10.0, "bf16"),
+    ]
+    assert list(errors.columns[-4:]) == ["seed", "device", "dtype", "versions"]
+    weights = weights_rows(weights_items(_numerics(), seed=0)[0], cpu)
+    assert set(weights.model) == {"random-tiny"}
+
+
+def test_a_chunk_with_a_missing_table_is_refused(tmp_path):
+    item = group_items(_numerics(), seed=0)[0]
+    paths = {name: tmp_path / f"{name}.csv" for name in ("errors", "recursion")}
+    with pytest.raises(ValueError, match="gave tables"):
+        run_chunk([item], lambda _: {"errors": pd.DataFrame({"x": [1]})}, paths, "cpu")
+    assert not list(tmp_path.iterdir())
+
+
+def test_items_import_without_torch():
+    """The workflow enumerates the items at parse time: items.py must not pull in torch."""
+    import subprocess
+
+    code = (
+        "import sys; import transformer_stability.numerics.items; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,7 @@
+"""Rule numerics_weights: one chunk of Study N's models -> their weight magnitudes per block,
+rows tagged with their item."""
+
+from transformer_stability.jobs import chunk_job
+from transformer_stability.numerics.study import weights_rows
+
+chunk_job(snakemake, weights_rows)
