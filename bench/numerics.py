@@ -1,9 +1,9 @@
 """Benchmark: one float64 reference forward and one test forward per format, GPT-2 shapes.
 
-A Study N job runs, for every alpha, one reference per storage dtype and one test run per
-format through all 2L residual adds; this times those forwards (best of `--repeats`, after a
-warm-up) at the default shape (gpt2, T = 128, 4 sequences) and at the paper's sequence length
-(gpt2, T = 1024, one sequence per forward; the paper preset runs 20).
+A Study N item (one model, one alpha, one storage group) runs one float64 reference and one
+test run per format of the group through all 2L residual adds; this times those forwards (best
+of `--repeats`, after a warm-up) at the default shape (gpt2, T = 128, 4 sequences) and at the
+paper's sequence length (gpt2, T = 1024, one sequence per forward; the paper preset runs 20).
 
     .venv/bin/python bench/numerics.py [--device auto] [--precisions fp32 bf16 fp16 m16 m10]
 
@@ -20,13 +20,13 @@ import torch
 
 from transformer_stability.device import resolve_device
 from transformer_stability.numerics.gpt2 import (
-    GPT2Spec,
     build_gpt2,
     embed,
     residual_stream,
     stored_blocks,
 )
 from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.spec import GPT2Spec
 
 SHAPES = {"default": (128, 4), "paper": (1024, 1)}  # (T, sequences per forward)
 

@@ -29,10 +29,15 @@ def variant_label(norm: str, alpha: float | None) -> str:
     return name if alpha is None else f"{name} α={alpha:g}"
 
 
-# Study N: test formats, norms and softmax evaluation modes
+# Study N: residual scaling, weight magnitudes, norms and softmax evaluation modes
 NUMERICS_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
 SOFTMAX_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
-ALPHA_CMAP = "viridis"
+ALPHA_CMAP = "viridis"  # one colour per residual scaling alpha
+OMEGA_LABELS = {
+    "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
+    "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
+    "omega_kq": "ω_KQ",
+}
 
 # Study C: where the norm sits, and the read-out
 PLACEMENT_LABELS = {

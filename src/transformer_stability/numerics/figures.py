@@ -7,19 +7,22 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from transformer_stability.numerics.spec import numerics_model_name
 from transformer_stability.plotting import FigureSpec, set_style
-
-_ALPHA_CMAP = "viridis"
-_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
-_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
+from transformer_stability.vocabulary import (
+    ALPHA_CMAP,
+    NUMERICS_NORM_COLORS,
+    OMEGA_LABELS,
+    SOFTMAX_MODE_COLORS,
+)
 
 
 def _alpha_colors(alphas) -> tuple[dict, plt.cm.ScalarMappable]:
     alphas = sorted(set(alphas))
     norm = LogNorm(min(alphas), max(alphas)) if len(alphas) > 1 else None
-    mappable = plt.cm.ScalarMappable(norm=norm, cmap=_ALPHA_CMAP)
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=ALPHA_CMAP)
     if norm is None:
-        return {alphas[0]: plt.get_cmap(_ALPHA_CMAP)(0.5)}, mappable
+        return {alphas[0]: plt.get_cmap(ALPHA_CMAP)(0.5)}, mappable
     return {a: mappable.to_rgba(a) for a in alphas}, mappable
 
 
@@ -119,11 +122,6 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     """N4: ω_OV, ω_UD (and ω_KQ) per block, one line per model."""
     set_style()
     quantities = ["omega_ov", "omega_ud", "omega_kq"]
-    labels = {
-        "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
-        "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
-        "omega_kq": "ω_KQ",
-    }
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for ax, quantity in zip(axes, quantities, strict=True):
         for model, run in table[table.quantity == quantity].groupby("model"):
@@ -131,7 +129,7 @@ def weights_figure(table: pd.DataFrame) -> Figure:
         values = table.loc[table.quantity == quantity, "value"]
         # log only when models differ by more than a decade (random vs pretrained)
         ax.set(yscale="log" if values.max() > 10 * values.min() else "linear")
-        ax.set(xlabel="block", title=labels[quantity])
+        ax.set(xlabel="block", title=OMEGA_LABELS[quantity])
         ax.legend(fontsize=8)
     return fig
 
@@ -161,7 +159,7 @@ def norms_figure(table: pd.DataFrame) -> Figure:
         for c, (ax, (first, second, title)) in enumerate(zip(axes[r], panels, strict=True)):
             for norm, run in med[med.mantissa_bits == b].groupby("norm"):
                 run = run.sort_values("outlier")
-                color = _NORM_COLORS[norm]
+                color = NUMERICS_NORM_COLORS[norm]
                 kind = ("", ":") if c == 0 else (" measured", "--")
                 ax.plot(
                     run.outlier_plot,
@@ -208,8 +206,8 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         for mode in ("unshifted", "shifted"):
             run = data[(data["mode"] == mode) & (data.metric == metric)].sort_values(x)
             xs = 1 - run[x] if x == "p_max" else run[x]
-            ax.plot(xs, run.measured, "o-", color=_MODE_COLORS[mode], ms=4, label=f"{mode}")
-            ax.plot(xs, run.bound, "--", color=_MODE_COLORS[mode], label=f"{mode} bound")
+            ax.plot(xs, run.measured, "o-", color=SOFTMAX_MODE_COLORS[mode], ms=4, label=f"{mode}")
+            ax.plot(xs, run.bound, "--", color=SOFTMAX_MODE_COLORS[mode], label=f"{mode} bound")
         ax.set(yscale="log", xlabel=xlabel, title=title)
         if x == "p_max":
             ax.set_xscale("log")
@@ -284,7 +282,9 @@ def _gpt2_labels(code: str, quantity: str):
     return lambda config: {
         "figure": code,
         "quantity": quantity,
-        "models": ", ".join(f"{m['weights']}-{m['size']}" for m in config["numerics"]["models"]),
+        "models": ", ".join(
+            numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
+        ),
         "precision": ", ".join(config["numerics"]["precisions"]),
     }
 
