@@ -1,10 +1,10 @@
 # Config validation and the helpers every study module uses: sweep chunks, rerun-on-code inputs.
 import re
-from pathlib import Path
 
+from jinja2 import Template
 from snakemake.exceptions import WorkflowError
 
-from transformer_stability.config import ConfigError, validate_config
+from transformer_stability.config import ConfigError, may_use_gpu, validate_config
 from transformer_stability.registry import FIGURES, study_figures
 from transformer_stability.vocabulary import STUDY_CATEGORIES
 from transformer_stability.sources import module_sources, script_sources
@@ -36,10 +36,7 @@ def one_of(names):
 
 # Jobs that may use the GPU hold a `gpu` token (profiles/default allows one) when a GPU can be
 # there; on a machine without one they run side by side on the CPU cores.
-GPU_TOKENS = int(
-    config["device"] == "cuda"
-    or (config["device"] == "auto" and Path("/dev/nvidiactl").exists())
-)
+GPU_TOKENS = int(may_use_gpu(config["device"]))
 
 
 # Gathered tables of the sweeps: "<study>/<table>" -> (chunk table pattern, item ids in sweep
@@ -54,3 +51,23 @@ def sweep(name, items, tables):
     for table, pattern in tables.items():
         GATHERED[table] = (pattern, [item.id for item in items], list(chunked))
     return chunked
+
+
+# What the plot job of a figure reads (figures.smk), and its report category, labels, caption.
+def figure_inputs(wildcards):
+    figure = FIGURES[wildcards.figure]
+    return {**figure.tables, "sources": module_sources(figure.plot.__module__)}
+
+
+def figure_category(wildcards):
+    return STUDY_CATEGORIES[FIGURES[wildcards.figure].study]
+
+
+def figure_labels(wildcards):
+    return FIGURES[wildcards.figure].labels(config)
+
+
+def figure_caption(wildcards):
+    """The figure's caption with the run's configuration filled in (workflow/report/figure.rst
+    prints it)."""
+    return Template(FIGURES[wildcards.figure].caption).render(config=config).strip()
