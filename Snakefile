@@ -19,6 +19,7 @@ scattergather:
     apjn_end_to_end=2,
     apjn_train=2,
     numerics_gpt2=2,
+    counting_theory=2,
     counting_train=2,
 
 

@@ -10,13 +10,13 @@ import torch
 
 from transformer_stability.counting.grid import balanced_weights, extreme_points, grid_points
 from transformer_stability.counting.model import (
-    PLACEMENTS,
     ModelSpec,
     Params,
     grid_forward,
     layer_norm,
     sequence_forward,
 )
+from transformer_stability.counting.names import PLACEMENTS
 
 D, L = 6, 7
 

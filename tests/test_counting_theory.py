@@ -9,7 +9,8 @@ import torch
 
 from transformer_stability.counting.constructions import construct, grid_errors
 from transformer_stability.counting.grid import torch_grid
-from transformer_stability.counting.model import PLACEMENTS, ModelSpec, grid_forward
+from transformer_stability.counting.model import ModelSpec, grid_forward
+from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.theory import (
     fitted_exponent,
     lower_bound,

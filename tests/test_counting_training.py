@@ -1,5 +1,6 @@
 """Study C training: projection keeps every vector within B, batching equals separate runs,
-and a short constrained training shows the regression/classification split."""
+a short constrained training shows the regression/classification split, and a training item's
+rows are its runs."""
 
 import math
 
@@ -74,38 +75,18 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
     np.testing.assert_allclose(scales.T.numpy(), expected)
 
 
-def test_a_killed_sweep_resumes_at_the_first_unfinished_length(schema, tmp_path, monkeypatch):
-    from transformer_stability.checkpoint import Checkpoint
+def test_a_training_item_trains_every_bound_and_seed_once(schema):
     from transformer_stability.config import validate_config
-    from transformer_stability.counting import study as counting_study
+    from transformer_stability.counting.experiment import TRAINING_COLUMNS, training_table
+    from transformer_stability.counting.items import train_items
 
-    counting = {
-        "training": {
-            "regression": {
-                "steps": 20,
-                "lengths": [4, 6],
-                "unconstrained_lengths": [],
-                "bounds": [1.0, 2.0],
-            }
-        }
-    }
-    config = validate_config({"counting": counting}, schema)
-    study = counting_study.CountingStudy.from_config(config["counting"], 0, "cpu")
-    expected = counting_study.training_table(study, "regression")
-    real, calls = counting_study._train_length, []
-
-    def dies_at_the_second_length(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed")
-        return real(*args)
-
-    monkeypatch.setattr(counting_study, "_train_length", dies_at_the_second_length)
-    output = tmp_path / "training_regression.csv"
-    with pytest.raises(KeyboardInterrupt):
-        counting_study.training_table(study, "regression", Checkpoint.beside(output, run=1))
-    monkeypatch.setattr(counting_study, "_train_length", real)
-    checkpoint = Checkpoint.beside(output, run=1)
-    resumed = counting_study.training_table(study, "regression", checkpoint)
-    assert (checkpoint.loaded, checkpoint.computed) == (1, 1)
-    assert resumed.equals(expected)
+    sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4], "bounds": [1.0, 2.0]}
+    config = validate_config({"counting": {"training": {"regression": sweep}}}, schema)
+    item = next(i for i in train_items(config["counting"], 7) if i.id == "regression_L4")
+    table = training_table(item, "cpu")
+    assert list(table.columns) == TRAINING_COLUMNS
+    assert list(zip(table["B"], table["seed"], strict=True)) == [
+        (b, s) for b in (1.0, 2.0, math.inf) for s in (7, 8)
+    ]
+    assert (table["L"] == 4).all() and (table["steps"] == 5).all()
+    assert (table["max_vector_norm"][:4] <= table["B"][:4] * (1 + 1e-6)).all()

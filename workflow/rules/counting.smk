@@ -1,54 +1,112 @@
 # Study C: the parameter cost of counting with one attention layer (shared/specs/counting.md).
-# Heavy rules (LPs, constructions, batched training) write tidy tables; plot rules only read them.
+# Every theory width and every (read-out, L) training is a sweep item
+# (transformer_stability/counting/items.py), computed in chunk jobs and gathered into
+# bmin_theory.csv + walls.csv and training.csv; small rules derive the rates, the reference laws
+# and the exponent table, so the plot rules only draw tables.
+from transformer_stability.counting.items import (
+    geometry_item,
+    theory_items,
+    train_items,
+)
+
+COUNTING_THEORY = sweep(
+    "counting_theory",
+    theory_items(config["counting"], config["seed"]),
+    {
+        "counting/bmin_theory": "results/counting/items/theory/{chunk}.csv",
+        "counting/walls": "results/counting/items/walls/{chunk}.csv",
+    },
+)
+COUNTING_TRAIN = sweep(
+    "counting_train",
+    train_items(config["counting"], config["seed"]),
+    {"counting/training": "results/counting/items/training/{chunk}.csv"},
+)
 
 
 rule counting_theory:
+    input:
+        sources=code("counting_theory.py"),
     output:
-        theory="results/counting/bmin_theory.csv",
-        geometry="results/counting/geometry.csv",
+        theory="results/counting/items/theory/{chunk}.csv",
+        walls="results/counting/items/walls/{chunk}.csv",
     log:
-        "results/logs/counting/theory.log",
+        "results/logs/counting/theory/{chunk}.log",
     benchmark:
-        "results/benchmarks/counting/theory.tsv"
+        "results/benchmarks/counting/theory/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(COUNTING_THEORY),
     conda:
         "../../envs/pipeline.yaml"
     params:
-        counting=config["counting"],
-        seed=config["seed"],
+        chunk_items=lambda wildcards: COUNTING_THEORY[wildcards.chunk],
+        device="cpu",  # LPs and float64 grid checks: the theory never uses the GPU
     script:
         "../scripts/counting_theory.py"
 
 
-rule counting_training:
+rule counting_geometry:
+    input:
+        sources=code("counting_geometry.py"),
     output:
-        "results/counting/training_{readout}.csv",
+        "results/counting/geometry.csv",
     log:
-        "results/logs/counting/training_{readout}.log",
+        "results/logs/counting/geometry.log",
     benchmark:
-        "results/benchmarks/counting/training_{readout}.tsv"
-    wildcard_constraints:
-        readout="regression|classification",
+        "results/benchmarks/counting/geometry.tsv"
     conda:
         "../../envs/pipeline.yaml"
-    # No gpu token: both read-outs' sweeps are small enough to share one GPU, and on a CPU the
-    # two single-threaded jobs run side by side.
     params:
-        counting=config["counting"],
-        seed=config["seed"],
+        item=geometry_item(config["counting"], config["seed"]),
+    script:
+        "../scripts/counting_geometry.py"
+
+
+rule counting_training:
+    input:
+        sources=code("counting_train.py"),
+    output:
+        "results/counting/items/training/{chunk}.csv",
+    log:
+        "results/logs/counting/training/{chunk}.log",
+    benchmark:
+        "results/benchmarks/counting/training/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(COUNTING_TRAIN),
+    conda:
+        "../../envs/pipeline.yaml"
+    resources:
+        gpu=GPU_TOKENS,
+    params:
+        chunk_items=lambda wildcards: COUNTING_TRAIN[wildcards.chunk],
         device=config["device"],
     script:
-        "../scripts/counting_training.py"
+        "../scripts/counting_train.py"
+
+
+rule counting_references:
+    input:
+        theory="results/counting/bmin_theory.csv",
+        sources=code("counting_references.py"),
+    output:
+        "results/counting/reference_slopes.csv",
+    log:
+        "results/logs/counting/references.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        seed=config["seed"],
+    script:
+        "../scripts/counting_references.py"
 
 
 rule counting_rates:
     input:
         theory="results/counting/bmin_theory.csv",
-        training=expand(
-            "results/counting/training_{readout}.csv",
-            readout=["regression", "classification"],
-        ),
-    output:
         training="results/counting/training.csv",
+        sources=code("counting_rates.py"),
+    output:
         empirical="results/counting/empirical_bmin.csv",
         rates="results/counting/rates.csv",
     log:
@@ -66,7 +124,8 @@ rule counting_rates:
 rule counting_exponents:
     input:
         rates="results/counting/rates.csv",
-        theory="results/counting/bmin_theory.csv",
+        walls="results/counting/walls.csv",
+        sources=code("counting_exponents.py"),
     output:
         "results/counting/exponents.csv",
     log:

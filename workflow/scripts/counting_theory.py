@@ -1,16 +1,8 @@
-"""Rule counting_theory: lower bounds, verified constructions and C1 geometry -> tidy CSVs."""
+"""Rule counting_theory: one chunk of Study C's theory widths (lower bounds and grid-verified
+constructions of B_min(L), and the bare pre-norm wall, at one d) -> two chunk tables, rows
+tagged with their item."""
 
-from transformer_stability.counting.study import CountingStudy, geometry_table, theory_table
-from transformer_stability.io import write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import with_provenance
+from transformer_stability.counting.study import theory_tables
+from transformer_stability.jobs import chunk_job
 
-setup_logging(snakemake.log[0])
-study = CountingStudy.from_config(snakemake.params.counting, snakemake.params.seed)
-for table, path in (
-    (theory_table(study), snakemake.output.theory),
-    (geometry_table(study), snakemake.output.geometry),
-):
-    write_table(
-        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"), path
-    )
+chunk_job(snakemake, lambda item, _device: theory_tables(item))

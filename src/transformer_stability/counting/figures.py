@@ -1,28 +1,17 @@
-"""Study C figures C1-C5; each function takes tidy tables and returns a matplotlib Figure."""
+"""Study C figures C1-C5; each function takes tidy tables and returns a matplotlib Figure. They
+draw what the data rules computed (fits, the pre-norm wall, reference laws and the exponent
+table live in counting/rates.py) and compute nothing themselves."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from transformer_stability.counting.model import PLACEMENTS
-from transformer_stability.counting.theory import prenorm_max_length
 from transformer_stability.plotting import FigureSpec, set_style
+from transformer_stability.vocabulary import PLACEMENT_COLORS, PLACEMENT_LABELS, READOUT_COLORS
 
-LABELS = {
-    "none": "no norm",
-    "pre_bare": "pre-norm (bare)",
-    "pre_learned": "pre-norm (learned gain)",
-    "post_bare": "post-norm (bare)",
-    "post_learned": "post-norm (learned gain)",
-}
-COLORS = dict(
-    zip(PLACEMENTS, ("black", "tab:purple", "tab:orange", "tab:blue", "tab:green"), strict=True)
-)
-READOUT_COLORS = {"regression": "tab:red", "classification": "tab:blue"}
+PLACEMENTS = tuple(PLACEMENT_LABELS)  # panel and legend order
 
 
 def plot_geometry(geometry: pd.DataFrame) -> Figure:
@@ -52,7 +41,7 @@ def plot_geometry(geometry: pd.DataFrame) -> Figure:
                 )
                 ax.plot([0], [0], "k+", ms=8)
                 ax.set_aspect("equal", adjustable="datalim")
-            ax.set_title(f"{LABELS[placement]}\n{readout}", fontsize=9)
+            ax.set_title(f"{PLACEMENT_LABELS[placement]}\n{readout}", fontsize=9)
             ax.tick_params(labelsize=7)
     if scatter is not None:
         fig.colorbar(scatter, ax=axes, label="count c (m = 0)", shrink=0.8)
@@ -74,7 +63,9 @@ def _fit_label(rates: pd.DataFrame, placement: str, readout: str, source: str) -
     return f" (slope {row['fitted_exponent'].iloc[0]:.2f})"
 
 
-def plot_bmin(theory: pd.DataFrame, rates: pd.DataFrame) -> Figure:
+def plot_bmin(
+    theory: pd.DataFrame, rates: pd.DataFrame, walls: pd.DataFrame, references: pd.DataFrame
+) -> Figure:
     """C2: B_min vs L (log-log): lower bounds (dashed) and verified constructions (solid) per
     placement, reference slopes and the bare pre-norm wall; right: classification."""
     set_style()
@@ -88,32 +79,32 @@ def plot_bmin(theory: pd.DataFrame, rates: pd.DataFrame) -> Figure:
             part = reg[(reg["placement"] == placement) & (reg["bound"] == bound)].sort_values("L")
             part = part[np.isfinite(part["bmin"])]
             fit = _fit_label(rates, placement, "regression", bound)
-            label = f"{LABELS[placement]}, {bound.replace('_', ' ')}{fit}"
-            ax.plot(part["L"], part["bmin"], style, color=COLORS[placement], ms=3, label=label)
+            label = f"{PLACEMENT_LABELS[placement]}, {bound.replace('_', ' ')}{fit}"
+            ax.plot(
+                part["L"], part["bmin"], style, color=PLACEMENT_COLORS[placement], ms=3, label=label
+            )
     linear = theory[theory["attention"] == "linear"].sort_values("L")
     ax.plot(linear["L"], linear["bmin"], ":s", color="0.4", ms=3, label="linear attention, no norm")
-    lengths = np.array(sorted(reg["L"].unique()), float)
-    for slope, placement in ((1.0, "none"), (1.5, "post_bare"), (0.75, "post_learned")):
-        anchor = reg[
-            (reg["placement"] == placement) & (reg["bound"] == "construction")
-        ].sort_values("L")
-        y_end = anchor["bmin"].iloc[-1]
-        ax.plot(lengths, 1.6 * y_end * (lengths / lengths[-1]) ** slope, color="0.6", lw=0.8)
+    for _, line in references[references["d"] == d].groupby("placement", sort=False):
+        line = line.sort_values("L")
+        ax.plot(line["L"], line["bmin"], color="0.6", lw=0.8)
         ax.text(
-            lengths[-1] * 1.1,
-            1.6 * y_end,
-            f"$L^{{{slope:g}}}$",
+            line["L"].iloc[-1] * 1.1,
+            line["bmin"].iloc[-1],
+            f"$L^{{{line['exponent'].iloc[0]:g}}}$",
             fontsize=9,
             va="center",
             color="0.4",
         )
-    wall = prenorm_max_length(2 * math.sqrt(d))
-    ax.axvline(wall, color=COLORS["pre_bare"], lw=1, ls="-.")
+    wall = int(
+        walls.loc[(walls["placement"] == "pre_bare") & (walls["d"] == d), "max_length"].iloc[0]
+    )
+    ax.axvline(wall, color=PLACEMENT_COLORS["pre_bare"], lw=1, ls="-.")
     ax.text(
         wall * 1.05,
         ax.get_ylim()[0] * 2 if ax.get_ylim()[0] > 0 else 1,
         f"bare pre-norm wall\nL_max = {wall}",
-        color=COLORS["pre_bare"],
+        color=PLACEMENT_COLORS["pre_bare"],
         fontsize=8,
     )
     ax.set(xscale="log", yscale="log", xlabel="length L", ylabel=r"$B_{\min}$ (max vector norm)")
@@ -123,7 +114,12 @@ def plot_bmin(theory: pd.DataFrame, rates: pd.DataFrame) -> Figure:
     for placement in PLACEMENTS:
         part = cls[cls["placement"] == placement].sort_values("L")
         ax_cls.plot(
-            part["L"], part["bmin"], "-o", ms=3, color=COLORS[placement], label=LABELS[placement]
+            part["L"],
+            part["bmin"],
+            "-o",
+            ms=3,
+            color=PLACEMENT_COLORS[placement],
+            label=PLACEMENT_LABELS[placement],
         )
     ax_cls.set(xscale="log", yscale="log", xlabel="length L", ylim=(0.3, 3))
     ax_cls.set_title("classification read-out: constructions (unit norms)")
@@ -274,35 +270,6 @@ def plot_constrained(
     return fig
 
 
-def exponent_table(rates: pd.DataFrame, theory: pd.DataFrame) -> pd.DataFrame:
-    """C5 data: one row per (placement, read-out), exponents per source (wide), and the bare
-    pre-norm wall, which replaces a rate."""
-    wide = rates.pivot_table(
-        index=["placement", "readout"], columns="source", values="fitted_exponent", aggfunc="first"
-    )
-    predicted = rates.groupby(["placement", "readout"])["predicted_exponent"].first()
-    table = wide.reindex(columns=["lower_bound", "construction", "training"]).assign(
-        predicted=predicted
-    )
-    table = table.reset_index()[
-        ["placement", "readout", "predicted", "lower_bound", "construction", "training"]
-    ]
-    d = int(theory["d"].min())
-    table["note"] = ""
-    wall = {
-        "placement": "pre_bare",
-        "readout": "regression",
-        "note": f"wall: no B counts beyond L = {prenorm_max_length(2 * math.sqrt(d))} (d = {d})",
-    }
-    table = pd.concat([table, pd.DataFrame([wall])], ignore_index=True)
-    order = {p: i for i, p in enumerate(PLACEMENTS)}
-    return table.sort_values(
-        ["readout", "placement"],
-        key=lambda s: s.map(order) if s.name == "placement" else s,
-        ignore_index=True,
-    )
-
-
 def plot_exponent_table(table: pd.DataFrame) -> Figure:
     """C5: the exponent table rendered as a figure."""
     set_style()
@@ -314,13 +281,13 @@ def plot_exponent_table(table: pd.DataFrame) -> Figure:
 
     cells = [
         [
-            LABELS[r.placement],
+            PLACEMENT_LABELS[r.placement],
             r.readout,
             fmt(r.predicted),
             fmt(r.lower_bound),
             fmt(r.construction),
             fmt(r.training),
-            r.note,
+            r.note if isinstance(r.note, str) else "",  # empty notes read back as NaN
         ]
         for r in table.itertuples()
     ]
@@ -387,6 +354,8 @@ Data: results/counting/geometry.csv.
         tables={
             "theory": "results/counting/bmin_theory.csv",
             "rates": "results/counting/rates.csv",
+            "walls": "results/counting/walls.csv",
+            "references": "results/counting/reference_slopes.csv",
         },
         plot=plot_bmin,
         caption="""\
@@ -395,10 +364,11 @@ softmax attention layer count exactly (after rounding) every input of length at 
 for d = {{ config["counting"]["theory"]["widths"][0] }}. Dashed: lower bounds from the reduced
 problems on the m = 0 line (LP for the no-norm and pre-norm gain, read-out LP over the line
 geometry for post-norm). Solid: explicit constructions, each checked on the whole (c, m) grid.
-Grey lines: reference slopes L, L^{3/2}, L^{3/4}; fitted slopes over the longest lengths are in
-the legend and in results/counting/rates.csv. Bare pre-norm bounds the scores, so no norm
-suffices past its wall (dash-dotted). Linear attention needs a constant norm. Right:
-classification constructions keep unit norms at every L. Data: results/counting/bmin_theory.csv.
+Grey lines: the predicted laws L, L^{3/2}, L^{3/4} (results/counting/reference_slopes.csv);
+fitted slopes over the longest lengths are in the legend and in results/counting/rates.csv. Bare
+pre-norm bounds the scores, so no norm suffices past its wall (dash-dotted,
+results/counting/walls.csv). Linear attention needs a constant norm. Right: classification
+constructions keep unit norms at every L. Data: results/counting/bmin_theory.csv.
 """,
         labels=_labels("C2", "B_min vs L", "none, pre, post (bare and learned)"),
     ),
@@ -452,7 +422,7 @@ results/counting/rates.csv.
 C5. Growth exponent of B_min(L) per normalization placement and read-out: the theory's
 prediction next to the exponents fitted over the longest lengths of the lower bounds, of the
 verified constructions and of constrained training. Bare pre-norm has a wall instead of a rate.
-Data: results/figures/counting_exponents.csv (from results/counting/rates.csv).
+Data: results/counting/exponents.csv (from results/counting/rates.csv and walls.csv).
 """,
         labels=_labels("C5", "table of exponents", "none, pre, post (bare and learned)"),
     ),

@@ -11,16 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Literal
 
 import torch
 
-Placement = Literal["none", "pre_bare", "pre_learned", "post_bare", "post_learned"]
-Attention = Literal["softmax", "linear"]
-Readout = Literal["regression", "classification"]
-
-PLACEMENTS: tuple[Placement, ...] = ("none", "pre_bare", "pre_learned", "post_bare", "post_learned")
-READOUTS: tuple[Readout, ...] = ("regression", "classification")
+from transformer_stability.counting.names import Attention, Placement, Readout
 
 
 @dataclass(frozen=True)

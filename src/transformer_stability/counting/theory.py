@@ -128,6 +128,13 @@ def prenorm_max_length(score_range: float, limit: int = 100_000) -> int:
     return lo
 
 
+def prenorm_wall(d: int) -> int:
+    """The bare pre-norm wall at width d: normalized tokens have norm sqrt(d), so the scores
+    <x, y> / tau (tau = sqrt(d)) span S = 2 d / tau, and no parameters count past
+    prenorm_max_length(S)."""
+    return prenorm_max_length(2 * d / math.sqrt(d))
+
+
 def _arc_directions(length: int, foot: float, distance: float) -> np.ndarray:
     """Unit directions of the points (c - foot, distance), c = 0..L: an affine line in c seen
     from the origin (the post-norm output up to rotation, radius and scale)."""

@@ -1,0 +1,134 @@
+"""Study C's sweeps as items: the `counting` config section parsed once into frozen dataclasses,
+one per unit of work (one batched training of a read-out at one length L, the bounds and
+constructions at one theory width d, the C1 geometry). Torch-free, so that the workflow can
+enumerate items without importing torch.
+
+Every item carries exactly the settings its job reads, so Snakemake reruns a job when, and only
+when, one of them changes: a training item holds nothing of `counting.theory` (changing the
+theory widths never reruns the training), and a regression item holds no logit scale (those
+act on classification logits only); its `id` names its rows in the chunk tables.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from transformer_stability.counting.names import READOUTS
+
+
+@dataclass(frozen=True)
+class TrainItem:
+    """Every (B, seed) run of one read-out at one length L, trained together in one batched
+    program (run order: bounds outer, seeds inner; B = inf is the unconstrained run)."""
+
+    readout: str
+    length: int
+    width: int
+    bounds: tuple[float, ...]
+    seeds: tuple[int, ...]
+    steps: int
+    lr: float
+    final_lr_fraction: float
+    logit_scale: float | None  # classification only (None: regression, which has no logits)
+    final_logit_scale: float | None
+    dtype: str  # float32 | float64, resolved to a torch dtype in the job
+
+    @property
+    def id(self) -> str:
+        return f"{self.readout}_L{self.length}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        # the rows carry their runs' own seeds; the first one is the base seed
+        return {"seed": self.seeds[0], "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class TheoryItem:
+    """Lower bounds and verified constructions of B_min(L) at one width d, every placement."""
+
+    d: int
+    lengths: tuple[int, ...]
+    classification_max_length: int
+    margin: float
+    seed: int  # provenance only: the bounds and constructions are deterministic
+
+    @property
+    def id(self) -> str:
+        return f"d{self.d}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+@dataclass(frozen=True)
+class GeometryItem:
+    """C1: the constructions of every placement and read-out at one (d, L)."""
+
+    d: int
+    length: int
+    margin: float
+    seed: int  # provenance only
+
+    @property
+    def id(self) -> str:
+        return f"d{self.d}_L{self.length}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
+    """One item per (read-out, L): regression lengths first, then classification, each in
+    increasing L; at L the runs are every bound of `lengths` (if L is one) and B = inf (if L is
+    an unconstrained length), each for seeds seed .. seed + training.seeds - 1."""
+    training = counting["training"]
+    seeds = tuple(seed + i for i in range(training["seeds"]))
+    items = []
+    for readout in READOUTS:
+        sweep = training[readout]
+        classification = readout == "classification"
+        for length in sorted(set(sweep["lengths"]) | set(sweep["unconstrained_lengths"])):
+            bounds = [float(b) for b in sweep["bounds"]] if length in sweep["lengths"] else []
+            bounds += [math.inf] if length in sweep["unconstrained_lengths"] else []
+            items.append(
+                TrainItem(
+                    readout=readout,
+                    length=length,
+                    width=training["width"],
+                    bounds=tuple(bounds),
+                    seeds=seeds,
+                    steps=sweep["steps"],
+                    lr=sweep["lr"],
+                    final_lr_fraction=training["final_lr_fraction"],
+                    logit_scale=training["logit_scale"] if classification else None,
+                    final_logit_scale=training["final_logit_scale"] if classification else None,
+                    dtype=training["dtype"],
+                )
+            )
+    return items
+
+
+def theory_items(counting: dict[str, Any], seed: int) -> list[TheoryItem]:
+    """One item per theory width d, in config order."""
+    theory = counting["theory"]
+    return [
+        TheoryItem(
+            d=d,
+            lengths=tuple(theory["lengths"]),
+            classification_max_length=theory["classification_max_length"],
+            margin=theory["margin"],
+            seed=seed,
+        )
+        for d in theory["widths"]
+    ]
+
+
+def geometry_item(counting: dict[str, Any], seed: int) -> GeometryItem:
+    """C1 at the first theory width and counting.geometry_length."""
+    theory = counting["theory"]
+    return GeometryItem(theory["widths"][0], counting["geometry_length"], theory["margin"], seed)

@@ -1,0 +1,142 @@
+"""Study C rates and laws, computed from the theory and training tables for the figures to draw:
+the empirical B_min, fitted and predicted exponents of B_min(L), the C5 exponent table and the
+reference power laws of C2. Torch-free and construction-free."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.theory import fitted_exponent, predicted_exponent
+
+EMPIRICAL_COLUMNS = ["placement", "readout", "d", "L", "bmin", "reached", "bounds_tried"]
+RATE_COLUMNS = ["placement", "readout", "source", "fitted_exponent", "predicted_exponent"]
+EXPONENT_COLUMNS = [
+    "placement",
+    "readout",
+    "predicted",
+    "lower_bound",
+    "construction",
+    "training",
+    "note",
+]
+REFERENCE_COLUMNS = ["placement", "readout", "d", "exponent", "L", "bmin"]
+REGRESSION_RATE_PLACEMENTS = ("none", "pre_learned", "post_bare", "post_learned")
+# C2 draws the predicted law of these placements (pre_learned shares the no-norm exponent)
+REFERENCE_PLACEMENTS = ("none", "post_bare", "post_learned")
+REFERENCE_OFFSET = 1.6  # reference lines pass this factor above the construction's last point
+
+
+def empirical_bmin(training: pd.DataFrame) -> pd.DataFrame:
+    """Smallest B of the grid at which some seed counts the whole grid exactly; lengths where
+    no B succeeds are kept with bmin = inf and reached = False."""
+    constrained = training[np.isfinite(training["B"])]
+    rows = []
+    for (placement, readout, d, length), part in constrained.groupby(
+        ["placement", "readout", "d", "L"]
+    ):
+        ok = part.loc[part["accuracy"] >= 1.0, "B"]
+        rows.append(
+            {
+                "placement": placement,
+                "readout": readout,
+                "d": d,
+                "L": length,
+                "bmin": float(ok.min()) if len(ok) else math.inf,
+                "reached": bool(len(ok)),
+                "bounds_tried": " ".join(f"{b:g}" for b in sorted(part["B"].unique())),
+            }
+        )
+    return pd.DataFrame(rows, columns=EMPIRICAL_COLUMNS)
+
+
+def rates_table(theory: pd.DataFrame, empirical: pd.DataFrame, fit_points: int) -> pd.DataFrame:
+    """Fitted exponents of B_min(L) over the last `fit_points` finite points of each curve,
+    next to the theory's prediction (softmax attention, smallest width)."""
+    rows = []
+    softmax = theory[(theory["attention"] == "softmax") & (theory["d"] == theory["d"].min())]
+    for (placement, readout, source), part in softmax.groupby(["placement", "readout", "bound"]):
+        if readout == "regression" and placement not in REGRESSION_RATE_PLACEMENTS:
+            continue  # bare pre-norm has a wall, not a rate
+        part = part.sort_values("L")
+        rows.append(
+            {
+                "placement": placement,
+                "readout": readout,
+                "source": source,
+                "fitted_exponent": fitted_exponent(
+                    part["L"].to_numpy(), part["bmin"].to_numpy(), fit_points
+                ),
+                "predicted_exponent": predicted_exponent(placement, readout),
+            }
+        )
+    for (placement, readout), part in empirical.groupby(["placement", "readout"]):
+        part = part.sort_values("L")
+        rows.append(
+            {
+                "placement": placement,
+                "readout": readout,
+                "source": "training",
+                "fitted_exponent": fitted_exponent(
+                    part["L"].to_numpy(), part["bmin"].to_numpy(), fit_points
+                ),
+                "predicted_exponent": predicted_exponent(placement, readout),
+            }
+        )
+    return pd.DataFrame(rows, columns=RATE_COLUMNS)
+
+
+def reference_slopes(theory: pd.DataFrame) -> pd.DataFrame:
+    """reference_slopes.csv: per width d and placement of REFERENCE_PLACEMENTS, the predicted
+    power law L^p of the softmax regression construction, drawn at every theory length and
+    passing REFERENCE_OFFSET times above the construction at the longest length."""
+    reg = theory[(theory["readout"] == "regression") & (theory["attention"] == "softmax")]
+    frames = []
+    for d, part in reg.groupby("d", sort=True):
+        lengths = np.array(sorted(part["L"].unique()), float)
+        for placement in REFERENCE_PLACEMENTS:
+            anchor = part[
+                (part["placement"] == placement) & (part["bound"] == "construction")
+            ].sort_values("L")
+            exponent = predicted_exponent(placement, "regression")
+            top = REFERENCE_OFFSET * anchor["bmin"].iloc[-1]
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "placement": placement,
+                        "readout": "regression",
+                        "d": d,
+                        "exponent": exponent,
+                        "L": lengths.astype(int),
+                        "bmin": top * (lengths / lengths[-1]) ** exponent,
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)[REFERENCE_COLUMNS]
+
+
+def exponent_table(rates: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
+    """exponents.csv (C5): one row per (placement, read-out), exponents per source (wide), and
+    the bare pre-norm wall at the smallest width (a walls.csv row), which replaces a rate."""
+    wide = rates.pivot_table(
+        index=["placement", "readout"], columns="source", values="fitted_exponent", aggfunc="first"
+    )
+    predicted = rates.groupby(["placement", "readout"])["predicted_exponent"].first()
+    table = wide.reindex(columns=["lower_bound", "construction", "training"]).assign(
+        predicted=predicted
+    )
+    table = table.reset_index()[EXPONENT_COLUMNS[:-1]]
+    table["note"] = ""
+    wall = walls.sort_values("d").iloc[0]
+    note = f"wall: no B counts beyond L = {int(wall['max_length'])} (d = {int(wall['d'])})"
+    row = {"placement": wall["placement"], "readout": wall["readout"], "note": note}
+    table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
+    order = {p: i for i, p in enumerate(PLACEMENTS)}
+    return table.sort_values(
+        ["readout", "placement"],
+        key=lambda s: s.map(order) if s.name == "placement" else s,
+        ignore_index=True,
+    )

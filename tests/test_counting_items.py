@@ -1,0 +1,157 @@
+"""Study C sweeps as items: one training item per (read-out, L) holding only what its job reads,
+one theory item per width, and the tables the data rules derive for the figures (pre-norm wall,
+reference laws, exponent table)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from transformer_stability.config import validate_config
+from transformer_stability.counting.items import geometry_item, theory_items, train_items
+from transformer_stability.counting.rates import (
+    EXPONENT_COLUMNS,
+    exponent_table,
+    reference_slopes,
+)
+from transformer_stability.counting.theory import prenorm_max_length, prenorm_wall
+from transformer_stability.sources import module_closure
+
+
+@pytest.fixture(scope="module")
+def counting(schema) -> dict:
+    return validate_config({}, schema)["counting"]
+
+
+def _with(counting: dict, section: str, **values) -> dict:
+    return {**counting, section: {**counting[section], **values}}
+
+
+def test_one_training_item_per_readout_and_length_regression_first(counting):
+    items = train_items(counting, 0)
+    training = counting["training"]
+    expected = [
+        f"{readout}_L{length}"
+        for readout in ("regression", "classification")
+        for length in sorted(
+            set(training[readout]["lengths"]) | set(training[readout]["unconstrained_lengths"])
+        )
+    ]
+    assert [item.id for item in items] == expected
+
+
+def test_a_training_item_runs_its_bounds_and_the_unconstrained_run_where_configured(schema):
+    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32], "bounds": [1, 2.5]}
+    config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
+    items = {i.id: i for i in train_items(config["counting"], 10)}
+    assert items["regression_L8"].bounds == (1.0, 2.5)
+    assert items["regression_L16"].bounds == (1.0, 2.5, math.inf)
+    assert items["regression_L32"].bounds == (math.inf,)
+    assert all(i.seeds == (10, 11, 12) for i in items.values())
+    assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float32"}
+
+
+def test_training_items_do_not_follow_the_theory_settings(counting):
+    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "margin": 0.1, "fit_points": 2}
+    changed = _with(counting, "theory", **theory)
+    assert train_items(changed, 0) == train_items(counting, 0)
+
+
+def test_regression_items_do_not_follow_the_classification_logit_scales(counting):
+    changed = _with(counting, "training", logit_scale=7.0, final_logit_scale=70.0)
+    before, after = train_items(counting, 0), train_items(changed, 0)
+    for old, new in zip(before, after, strict=True):
+        assert (old == new) == (old.readout == "regression")
+        assert (old.logit_scale is None) == (old.readout == "regression")
+
+
+def test_one_theory_item_per_width_and_the_geometry_at_the_first(counting):
+    changed = _with(counting, "theory", widths=[16, 8])
+    assert [item.id for item in theory_items(changed, 0)] == ["d16", "d8"]
+    assert geometry_item(changed, 0).d == 16
+    assert geometry_item(changed, 0).length == counting["geometry_length"]
+
+
+def test_the_training_job_never_imports_the_theory_nor_the_figures_the_model():
+    training = module_closure("transformer_stability.counting.experiment")
+    assert not {
+        "transformer_stability.counting.theory",
+        "transformer_stability.counting.constructions",
+    } & set(training)
+    figures = module_closure("transformer_stability.counting.figures")
+    assert not {
+        "transformer_stability.counting.model",
+        "transformer_stability.counting.theory",
+    } & set(figures)
+    for module in ("experiment", "study", "rates", "items"):
+        closure = module_closure(f"transformer_stability.counting.{module}")
+        assert "transformer_stability.vocabulary" not in closure
+        assert "transformer_stability.counting.figures" not in closure
+
+
+def test_the_wall_is_the_prenorm_limit_of_the_score_range_2_sqrt_d():
+    for d in (4, 8, 16):
+        assert prenorm_wall(d) == prenorm_max_length(2 * math.sqrt(d))
+
+
+def _theory(d: int, lengths, bmin_of) -> pd.DataFrame:
+    rows = [
+        {
+            "placement": placement,
+            "attention": "softmax",
+            "readout": "regression",
+            "d": d,
+            "L": length,
+            "bound": bound,
+            "bmin": bmin_of(placement, length),
+        }
+        for placement in ("none", "post_bare", "post_learned")
+        for bound in ("lower_bound", "construction")
+        for length in lengths
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_reference_laws_pass_above_the_last_construction_with_the_predicted_exponent():
+    lengths = [4, 8, 16, 32]
+    theory = _theory(8, lengths, lambda p, length: {"none": 1, "post_bare": 2}.get(p, 3) * length)
+    lines = reference_slopes(theory)
+    exponents = lines.groupby("placement")["exponent"].first().to_dict()
+    assert exponents == {"none": 1.0, "post_bare": 1.5, "post_learned": 0.75}
+    for placement, line in lines.groupby("placement"):
+        assert list(line["L"]) == lengths
+        last = theory[(theory["placement"] == placement) & (theory["bound"] == "construction")]
+        assert line["bmin"].iloc[-1] == pytest.approx(1.6 * last["bmin"].iloc[-1])
+        slopes = np.diff(np.log(line["bmin"])) / np.diff(np.log(line["L"]))
+        np.testing.assert_allclose(slopes, exponents[placement])
+
+
+def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
+    rates = pd.DataFrame(
+        [
+            ("post_learned", "regression", source, value, 0.75)
+            for source, value in (("lower_bound", 0.7), ("construction", 0.8), ("training", 0.9))
+        ]
+        + [("none", "classification", "construction", 0.0, 0.0)],
+        columns=["placement", "readout", "source", "fitted_exponent", "predicted_exponent"],
+    )
+    walls = pd.DataFrame(
+        [("pre_bare", "regression", 16, 99), ("pre_bare", "regression", 8, 34)],
+        columns=["placement", "readout", "d", "max_length"],
+    )
+    table = exponent_table(rates, walls)
+    assert list(table.columns) == EXPONENT_COLUMNS
+    assert list(zip(table["placement"], table["readout"], strict=True)) == [
+        ("none", "classification"),
+        ("pre_bare", "regression"),
+        ("post_learned", "regression"),
+    ]
+    post = table.iloc[2]
+    assert (post["predicted"], post["lower_bound"], post["construction"], post["training"]) == (
+        0.75,
+        0.7,
+        0.8,
+        0.9,
+    )
+    assert table.iloc[1]["note"] == "wall: no B counts beyond L = 34 (d = 8)"

@@ -1,0 +1,7 @@
+"""Rule counting_training: one chunk of Study C's training sweep (a read-out at one length L, all
+its (B, seed) runs in one batched training) -> one chunk table, rows tagged with their item."""
+
+from transformer_stability.counting.experiment import training_table
+from transformer_stability.jobs import chunk_job
+
+chunk_job(snakemake, training_table)
