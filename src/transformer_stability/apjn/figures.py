@@ -470,13 +470,13 @@ FIGURES = (
         tables={"curves": "results/apjn/theory_curves.csv"},
         plot=plot_theory_curves,
         caption="""\
-A1 (theory). Mean-field APJN at initialization for a ViT of width {{ config["apjn"]["model"]["width"] }} and
-depth {{ config["apjn"]["model"]["depth"] }} with permutation-symmetric input (q0 =
-{{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}). Left: backward
-curve J^{L,b} (sensitivity of the last block output to block b); right: forward curve J^{b,0}.
-Pre-LN (black) grows as a power law; the saturating maps Derf (viridis, by alpha) and DyT
-(orange, dashed) grow as stretched exponentials whose rate rises with alpha. Data:
-results/apjn/theory_curves.csv.
+A1 (theory). Mean-field APJN at initialization for a ViT of width
+{{ config["apjn"]["model"]["width"] }} and depth {{ config["apjn"]["model"]["depth"] }} with
+permutation-symmetric input (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
+{{ config["apjn"]["input"]["p0"] }}). Left: backward curve J^{L,b} (sensitivity of the last
+block output to block b); right: forward curve J^{b,0}. Pre-LN (black) grows as a power law; the
+saturating maps Derf (viridis, by alpha) and DyT (orange, dashed) grow as stretched exponentials
+whose rate rises with alpha. Data: results/apjn/theory_curves.csv.
 """,
         labels=_labels("A1-theory", "APJN vs block (mean-field theory)", "permutation-symmetric"),
     ),
