@@ -116,3 +116,19 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     for category in ("Study A: signal propagation", "Study C: counting", "Study N: numerics"):
         assert category in html
     assert "forward_source_block" in html
+
+
+def test_paper_preset_on_the_cluster_profile_fans_out_into_short_jobs(tmp_path):
+    """At least 150 jobs, one per sweep item, and no GPU job planned for more than 2 hours."""
+    profile = load_yaml(ROOT / "profiles/slurm/config.yaml")
+    args = ["-n", "--profile", str(ROOT / "profiles/slurm"), "--configfile", "config/paper.yaml"]
+    result = run_snakemake(tmp_path, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.MULTILINE))
+    assert int(counts["total"]) >= 150, counts
+    assert int(counts["numerics_gpt2"]) == 117  # 3 models x 13 alphas x 3 storage formats
+    assert int(counts["apjn_train"]) == 44  # (pre-LN + 2 norms x 5 alphas) x 2 mults x 2 seeds
+    for rule, resources in profile["set-resources"].items():
+        if resources.get("gpu"):
+            assert resources["runtime"] <= 120, rule
+            assert int(counts[rule]) >= 1, rule
