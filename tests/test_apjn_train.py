@@ -1,5 +1,6 @@
 """The trainability sweep's data, schedule and training loop."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 import torch
 from test_apjn_measure import _fake_cifar
 
+from transformer_stability.apjn.items import Schedule
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.train import (
     _lr_at,
@@ -15,7 +17,7 @@ from transformer_stability.apjn.train import (
     train_one,
 )
 
-CFG = {"steps": 60, "batch_size": 32, "lr": 3e-3, "weight_decay": 0.0, "warmup_fraction": 0.1}
+CFG = Schedule(steps=60, batch_size=32, lr=3e-3, weight_decay=0.0, warmup_fraction=0.1)
 SMALL = ViTSpec(width=32, heads=2, depth=2, img_size=8, patch_size=4, relu=False)
 
 
@@ -41,7 +43,7 @@ def test_learning_rate_warms_up_then_decays_to_zero():
 def test_training_learns_an_easy_texture_task(norm, alpha):
     data = texture_dataset(classes=2, size=8, train=64, test=32, seed=0)
     result = train_one(SMALL.with_(norm=norm, alpha=alpha), data, CFG, seed=0, device="cpu")
-    assert not result["diverged"] and result["steps"] == CFG["steps"]
+    assert not result["diverged"] and result["steps"] == CFG.steps
     assert result["final_loss"] < math.log(2)  # below chance-level cross-entropy
     assert result["train_accuracy"] > 0.6
 
@@ -51,5 +53,6 @@ def test_cifar_training_resizes_on_the_fly(tmp_path):
     data = cifar100_dataset(str(tmp_path), train=0, test=10, seed=0)
     assert data.classes == 100 and data.x_train.shape == (40, 3, 32, 32)
     assert data.x_test.shape == (10, 3, 32, 32)
-    result = train_one(SMALL, data, {**CFG, "steps": 2}, seed=0, device=torch.device("cpu"))
+    short = dataclasses.replace(CFG, steps=2)
+    result = train_one(SMALL, data, short, seed=0, device=torch.device("cpu"))
     assert result["steps"] == 2 and 0.0 <= result["test_accuracy"] <= 1.0
