@@ -2,6 +2,7 @@
 tables, and a run killed in the middle leaves nothing a rerun trusts and resumes."""
 
 import contextlib
+import os
 import re
 import signal
 import subprocess
@@ -62,16 +63,19 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_items(tmp_path, tiny_run)
     cmd += ["--directory", str(tmp_path), *args]
     log_path = tmp_path / "killed_run.log"
     with open(log_path, "w") as log:
-        process = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        unbuffered = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the log as Snakemake writes it
+        process = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=unbuffered
+        )
         deadline = time.monotonic() + 600
         while "(Rule: apjn_train)" not in log_path.read_text():  # "Finished jobid: n (Rule: ...)"
             assert process.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "the run never finished a training item"
             time.sleep(0.01)
-        while len(re.findall(r"^rule apjn_train:", log_path.read_text(), re.MULTILINE)) < 2:
+        # the second item's job has just started: its Python is still importing torch
+        while len(re.findall(r"^(?:local)?rule apjn_train:", log_path.read_text(), re.M)) < 2:
             assert process.poll() is None, log_path.read_text()[-3000:]
             time.sleep(0.01)
-        time.sleep(1.0)  # the second item's job is running
         _kill_tree(process)
 
     started = [chunk for rule, chunk in _jobs(log_path.read_text()) if rule == "apjn_train"]

@@ -133,5 +133,7 @@ rule counting_exponents:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        seed=config["seed"],
     script:
         "../scripts/counting_exponents.py"

@@ -4,7 +4,11 @@ and the bare pre-norm wall in place of a rate."""
 from transformer_stability.counting.rates import exponent_table
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
+from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
 table = exponent_table(read_table(snakemake.input.rates), read_table(snakemake.input.walls))
-write_table(table, snakemake.output[0])
+write_table(
+    with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+    snakemake.output[0],
+)
