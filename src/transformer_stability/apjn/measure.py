@@ -17,6 +17,8 @@ import torch
 import torch.autograd.forward_ad as fwad
 from torch import nn
 
+from transformer_stability.forward_mode import quiet_forward_mode
+
 Block = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -122,7 +124,7 @@ def forward_apjn(
     flat_x, flat_v = _stack_probes(x_source, probes)
     out = torch.ones(flat_v.shape[0], len(blocks) + 1, dtype=torch.float64)
     for part in _chunks(flat_v.shape[0], chunk_size):
-        with fwad.dual_level():
+        with quiet_forward_mode(), fwad.dual_level():
             x = fwad.make_dual(flat_x[part], flat_v[part])
             for k, block in enumerate(blocks, start=1):
                 x = block(x)

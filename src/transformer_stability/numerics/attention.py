@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch.func import jvp, vjp
 
+from transformer_stability.forward_mode import quiet_forward_mode
+
 
 @dataclass(frozen=True)
 class AttentionWeights:
@@ -72,6 +74,7 @@ def lipschitz_bound_frobenius(w: AttentionWeights, x: torch.Tensor) -> float:
     return float(mixing) * (math.sqrt(n) + logit_term)
 
 
+@quiet_forward_mode()
 def estimate_inf(
     f, x: torch.Tensor, generator: torch.Generator, restarts: int = 4, iterations: int = 20
 ) -> float:
@@ -100,6 +103,7 @@ def estimate_inf(
     return best
 
 
+@quiet_forward_mode()
 def estimate_frobenius(
     f, x: torch.Tensor, generator: torch.Generator, iterations: int = 50
 ) -> float:
