@@ -31,6 +31,10 @@ include: "workflow/rules/gather.smk"
 include: "workflow/rules/figures.smk"
 
 
+onstart:
+    record_config(config)  # results/config.yaml: what `make report` describes
+
+
 rule all:
     default_target: True
     input:

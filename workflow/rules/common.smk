@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 
 from transformer_stability.config import ConfigError, may_use_gpu, validate_config
 from transformer_stability.registry import FIGURES, study_figures
+from transformer_stability.report import record_config
 from transformer_stability.vocabulary import STUDY_CATEGORIES
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
@@ -63,8 +64,12 @@ def figure_category(wildcards):
     return STUDY_CATEGORIES[FIGURES[wildcards.figure].study]
 
 
-def figure_labels(wildcards):
-    return FIGURES[wildcards.figure].labels(config)
+def figure_labels(file_format):
+    """Report labels of a figure's PDF or PNG (the PNG is what a browser shows inline)."""
+    return lambda wildcards: {
+        **FIGURES[wildcards.figure].labels(config),
+        "format": file_format,
+    }
 
 
 def figure_caption(wildcards):

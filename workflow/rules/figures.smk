@@ -9,9 +9,14 @@ rule figure:
             "results/figures/{figure}.pdf",
             caption="../report/figure.rst",
             category=figure_category,
-            labels=figure_labels,
+            labels=figure_labels("PDF"),
         ),
-        png="results/figures/{figure}.png",
+        png=report(
+            "results/figures/{figure}.png",
+            caption="../report/figure.rst",
+            category=figure_category,
+            labels=figure_labels("PNG"),
+        ),
     log:
         "results/logs/figures/{figure}.log",
     wildcard_constraints:

@@ -1,0 +1,61 @@
+"""`make report`: the HTML report of the figures a run has made, for the configuration that run
+recorded, without running any job.
+
+Every run that has work to do records its resolved configuration (presets merged, defaults
+filled) in results/config.yaml (the Snakefile's `onstart`). The report is built from that file and
+from the figures that exist, so it describes the run that made them: after a one-figure run it
+holds that figure, after a paper-scale run the paper's settings, and it never recomputes
+anything with the default preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from transformer_stability.io import atomic_path
+
+RECORD = Path("results/config.yaml")
+REPORT = Path("results/report.html")
+
+
+def record_config(config: dict[str, Any], path: str | Path = RECORD) -> None:
+    """Write the resolved configuration of a run beside its results (atomically)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def made_figures(directory: Path) -> list[str]:
+    """The figure files (PDF and PNG) present under directory/results/figures/."""
+    figures = sorted((directory / "results" / "figures").glob("*.p[dn][fg]"))
+    return [path.relative_to(directory).as_posix() for path in figures]
+
+
+def report_command(snakefile: Path, directory: Path) -> list[str]:
+    """The Snakemake call that reports the existing figures for the recorded configuration."""
+    record = directory / RECORD
+    if not record.exists():
+        raise SystemExit(f"no {record}: run `make reproduce` (or snakemake) first")
+    figures = made_figures(directory)
+    if not figures:
+        raise SystemExit(f"no figures under {directory / 'results/figures'}: nothing to report")
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
+    command += ["--directory", str(directory), "--configfile", str(record.resolve())]
+    return [*command, "--report", str((directory / REPORT).resolve()), "--", *figures]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--snakefile", type=Path, default=Path("Snakefile"))
+    parser.add_argument("--directory", type=Path, default=Path("."))
+    args = parser.parse_args()
+    sys.exit(subprocess.run(report_command(args.snakefile, args.directory)).returncode)
+
+
+if __name__ == "__main__":
+    main()
