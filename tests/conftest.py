@@ -1,6 +1,7 @@
 """Shared paths and helpers for the tests."""
 
 import copy
+import os
 import re
 import subprocess
 import sys
@@ -32,11 +33,15 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    """Run the repository's workflow with `workdir` as working directory."""
+def run_snakemake(
+    workdir: Path, *args: str, timeout: int = 900, offline: bool = False
+) -> subprocess.CompletedProcess:
+    """Run the repository's workflow with `workdir` as working directory (`offline`: with
+    HF_HUB_OFFLINE=1, as on a machine without network)."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"} if offline else None
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 @dataclass(frozen=True)

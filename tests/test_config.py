@@ -55,6 +55,16 @@ def _broken(default_config, path, value):
         (["apjn", "images", "forward_source_block"], 40, ["below apjn.model.depth"]),
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
         (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
+        (
+            ["counting", "training", "regression", "lengths"],
+            [],
+            ["'counting.training.regression.lengths'", "should be non-empty"],
+        ),
+        (
+            ["counting", "training", "classification", "unconstrained_lengths"],
+            [16, 16],
+            ["'counting.training.classification.unconstrained_lengths'", "non-unique"],
+        ),
         (["numerics", "precisions"], ["fp32", "fp8"], ["'numerics.precisions[1]'", "match"]),
         (
             ["numerics", "models"],

@@ -5,6 +5,7 @@ from jinja2 import Template
 from snakemake.exceptions import WorkflowError
 
 from transformer_stability.config import ConfigError, may_use_gpu, validate_config
+from transformer_stability.preflight import input_errors
 from transformer_stability.registry import FIGURES, study_figures
 from transformer_stability.report import record_config
 from transformer_stability.vocabulary import STUDY_CATEGORIES
@@ -15,6 +16,10 @@ try:
     validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
+# outside inputs (CIFAR-100, pretrained weights) are there before any job is planned
+MISSING_INPUTS = input_errors(config)
+if MISSING_INPUTS:
+    raise WorkflowError("missing inputs:\n  " + "\n  ".join(MISSING_INPUTS))
 
 
 def chunks(name, items):

@@ -243,7 +243,7 @@ def plot_constrained(
         ax_b.plot(reached["L"], reached["bmin"], "-o", color=color, label=label)
         missed = part[~part["reached"]]
         if len(missed):
-            top = max(float(b) for row in missed["bounds_tried"] for b in row.split())
+            top = max(float(b) for row in missed["bounds_tried"] for b in str(row).split())
             ax_b.scatter(
                 missed["L"],
                 [top * 1.3] * len(missed),

@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from transformer_stability.numerics.rounding import Precision
-from transformer_stability.numerics.spec import GPT2Spec
+from transformer_stability.numerics.spec import GPT2Spec, pretrained_source
 
 
 class ModelSourceError(RuntimeError):
@@ -65,9 +64,8 @@ def _init_value(
 
 def pretrained_gpt2(spec: GPT2Spec) -> GPT2LMHeadModel:
     """`from_pretrained` from a local directory (offline) or a hub id, with one clear error."""
-    source = spec.source or spec.size
-    local = Path(source).expanduser()
-    looks_local = source.startswith(("/", ".", "~")) or local.exists()
+    source, local = pretrained_source(spec.source, spec.size)
+    looks_local = local is not None
     offline_hint = (
         f"set '{spec.key}.source' to a local directory written by save_pretrained, "
         f"or use '{spec.key}.weights: random', which needs no download"

@@ -4,6 +4,7 @@ items without importing it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 GPT2_VOCAB = 50257
 GPT2_POSITIONS = 1024
@@ -56,3 +57,13 @@ class GPT2Spec:
     @classmethod
     def from_config(cls, entry: dict, key: str) -> GPT2Spec:
         return cls(**entry, key=key)
+
+
+def pretrained_source(source: str | None, size: str) -> tuple[str, Path | None]:
+    """Where pretrained weights come from: (what to load, the local directory or None for a hub
+    id). `source` defaults to the size's hub id; a path-like source or an existing directory is
+    local."""
+    source = source or size
+    local = Path(source).expanduser()
+    looks_local = source.startswith(("/", ".", "~")) or local.exists()
+    return source, (local if looks_local else None)

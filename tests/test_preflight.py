@@ -1,0 +1,76 @@
+"""Outside inputs (CIFAR-100, pretrained GPT-2) are checked when the workflow is parsed; each
+missing one is reported under the key the user set."""
+
+import copy
+
+import pytest
+
+from transformer_stability import preflight
+from transformer_stability.config import validate_config
+from transformer_stability.preflight import input_errors
+
+
+@pytest.fixture
+def config(schema) -> dict:
+    return validate_config({}, schema)
+
+
+def _with(config: dict, **changes) -> dict:
+    out = copy.deepcopy(config)
+    for path, value in changes.items():
+        node = out
+        *parents, leaf = path.split("__")
+        for key in parents:
+            node = node[key]
+        node[leaf] = value
+    return out
+
+
+def _cifar(root):
+    folder = root / "cifar-100-python"
+    folder.mkdir(parents=True)
+    for split in ("train", "test"):
+        (folder / split).write_bytes(b"")
+    return str(root)
+
+
+def test_the_offline_default_needs_nothing(config):
+    assert input_errors(config) == []
+
+
+def test_cifar_is_checked_under_the_key_that_points_at_it(config, tmp_path):
+    missing = str(tmp_path / "nowhere")
+    train = _with(config, apjn__train__data__source="cifar100")
+    train["apjn"]["train"]["data"]["cifar_root"] = missing
+    (error,) = input_errors(train)
+    assert error.startswith("config key 'apjn.train.data.cifar_root'") and missing in error
+    images = copy.deepcopy(config)
+    images["apjn"]["images"].update(source="cifar100", cifar_root=missing)
+    (error,) = input_errors(images)
+    assert error.startswith("config key 'apjn.images.cifar_root'")
+    images["apjn"]["images"]["cifar_root"] = _cifar(tmp_path / "data")
+    assert input_errors(images) == []
+
+
+def test_pretrained_sources_must_be_loadable(config, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(preflight, "_cached", lambda repo_id: False)  # whatever this machine has
+    entry = {**config["numerics"]["models"][0], "weights": "pretrained", "source": None}
+    hub = copy.deepcopy(config)
+    hub["numerics"]["models"] = [entry]
+    (error,) = input_errors(hub)
+    assert "'numerics.models[0].source': the hub id 'gpt2'" in error
+    assert "weights: random" in error
+    local = tmp_path / "gpt2"
+    local.mkdir()
+    hub["numerics"]["models"] = [{**entry, "source": str(local)}]
+    (error,) = input_errors(hub)
+    assert "no config.json" in error
+    (local / "config.json").write_text("{}")
+    assert input_errors(hub) == []
+
+
+def test_studies_not_run_are_not_checked(config, tmp_path):
+    skipped = _with(config, studies=["counting"], apjn__train__data__source="cifar100")
+    skipped["apjn"]["train"]["data"]["cifar_root"] = str(tmp_path / "nowhere")
+    assert input_errors(skipped) == []
