@@ -1,5 +1,5 @@
 """Study C model: the multiplicity forward pass equals the ordinary one on real sequences, and
-the grid and its weights are what the spec says."""
+the grid and its weights are what docs/counting.md says."""
 
 import itertools
 import math

@@ -1,5 +1,5 @@
-"""Study C theory: the reduced LPs reproduce the spec's closed forms and table, and every
-explicit construction counts exactly on the whole grid."""
+"""Study C theory: the reduced LPs reproduce the closed forms and walls of docs/counting.md,
+and every explicit construction counts exactly on the whole grid."""
 
 import math
 

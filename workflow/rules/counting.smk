@@ -1,4 +1,4 @@
-# Study C: the parameter cost of counting with one attention layer (shared/specs/counting.md).
+# Study C: the parameter cost of counting with one attention layer (docs/counting.md).
 # Every theory width and every (read-out, L) training is a sweep item
 # (transformer_stability/counting/items.py), computed in chunk jobs and gathered into
 # bmin_theory.csv + walls.csv and training.csv; small rules derive the rates, the reference laws

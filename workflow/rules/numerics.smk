@@ -1,4 +1,4 @@
-# Study N: numerical stability of mixed-precision inference (shared/specs/numerics.md).
+# Study N: numerical stability of mixed-precision inference (docs/numerics.md).
 # Every (model, α, storage group) of the GPT-2 runs and every model's weight magnitudes is a
 # sweep item (transformer_stability/numerics/items.py), computed in chunk jobs and gathered into
 # one table per sweep; the synthetic bound experiments are one job each.

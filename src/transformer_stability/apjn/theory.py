@@ -3,8 +3,8 @@
 Each block is attention then a ReLU MLP, both residual, each preceded by a norm map phi.
 Uniform attention at init turns the block into a recursion for the same-token variance q and
 the cross-token covariance p, and the APJN into a two-channel linear recursion for the
-same-token part J and the cross-token part K. Notation and formulas follow
-shared/specs/apjn.md exactly.
+same-token part J and the cross-token part K. Notation, formulas and their derivations:
+docs/apjn.md.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Study C: the parameter cost of counting with one attention layer (shared/specs/counting.md)."""
+"""Study C: the parameter cost of counting with one attention layer (docs/counting.md)."""

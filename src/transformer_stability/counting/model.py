@@ -1,4 +1,4 @@
-"""The one-layer counting model of shared/specs/counting.md, batched over runs.
+"""The one-layer counting model of docs/counting.md, batched over runs.
 
 Every trainable parameter is a vector. Parameters carry a leading run axis R so that many
 independent models (different L, B, seed) are evaluated and trained in one tensor program: the

@@ -25,7 +25,7 @@ class ModelSourceError(RuntimeError):
 
 
 def random_gpt2(spec: GPT2Spec, generator: torch.Generator) -> GPT2LMHeadModel:
-    """A GPT-2 with the spec's initialization (needs no download).
+    """A GPT-2 with the initialization of docs/numerics.md (needs no download).
 
     Residual output projections (both c_proj) ~ N(0, 1/(d_in·2L)); every other linear layer and
     the tied token embedding ~ N(0, 1/d_in); position embedding N(0, 0.02²); biases 0, LN γ=1, β=0.

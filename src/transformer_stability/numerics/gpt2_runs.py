@@ -151,9 +151,9 @@ def recursion_bound(
 
     e_k = (1 + α·ω_k·Lip_k)·e_{k−1} + r_k with Lip_k the LayerNorm (× activation) Lipschitz
     bound ∝ c/σ(h_{k−1}) and r_k = u‖h_k‖∞ + α·γ_n·ω_k·‖LN(h_{k−1})‖∞, γ_n = n·u, n the
-    sublayer's longest inner product. ω_k is ω_OV after attention and ω_UD after the MLP. The
-    spec writes r_k ≲ u(‖h‖ + αγ_nω‖LN(h)‖); γ_n already carries u, so we read it as above.
-    The recursion freezes the attention pattern (no ω_KQ term), as the spec's form does.
+    sublayer's longest inner product. ω_k is ω_OV after attention and ω_UD after the MLP. A
+    form r_k ≲ u(‖h‖ + αγ_nω‖LN(h)‖) would count u twice: γ_n already carries it. The
+    recursion freezes the attention pattern (no ω_KQ term); see docs/numerics.md.
     """
     u = precision.unit_roundoff
     bound, rows = 0.0, []
