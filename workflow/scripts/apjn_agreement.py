@@ -5,6 +5,6 @@ from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 
 setup_logging(snakemake.log[0])
-curves = read_table(snakemake.input.curves)
+curves = read_table(snakemake.input.curves, snakemake.config)
 provenance = curves[["seed", "device", "dtype", "versions"]].iloc[[0]].to_dict("records")[0]
-write_table(agreement(curves).assign(**provenance), snakemake.output[0])
+write_table(agreement(curves).assign(**provenance), snakemake.output[0], snakemake.config)

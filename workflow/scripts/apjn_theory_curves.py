@@ -10,4 +10,5 @@ table = theory_curves(snakemake.params.study)
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    snakemake.config,
 )

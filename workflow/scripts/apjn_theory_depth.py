@@ -13,4 +13,5 @@ for name, table in tables.items():
     write_table(
         with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
         snakemake.output[name],
+        snakemake.config,
     )

@@ -7,7 +7,10 @@ from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-table = exponent_table(read_table(snakemake.input.rates), read_table(snakemake.input.walls))
+config = snakemake.config
+table = exponent_table(
+    read_table(snakemake.input.rates, config), read_table(snakemake.input.walls, config)
+)
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],

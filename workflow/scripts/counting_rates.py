@@ -7,9 +7,13 @@ from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-empirical = empirical_bmin(read_table(snakemake.input.training))
-rates = rates_table(read_table(snakemake.input.theory), empirical, snakemake.params.fit_points)
+config = snakemake.config
+empirical = empirical_bmin(read_table(snakemake.input.training, config))
+theory = read_table(snakemake.input.theory, config)
+rates = rates_table(theory, empirical, snakemake.params.fit_points)
 for table, path in ((empirical, snakemake.output.empirical), (rates, snakemake.output.rates)):
     write_table(
-        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"), path
+        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+        path,
+        config,
     )

@@ -7,8 +7,9 @@ from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-table = reference_slopes(read_table(snakemake.input.theory))
+table = reference_slopes(read_table(snakemake.input.theory, snakemake.config))
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    snakemake.config,
 )

@@ -7,5 +7,5 @@ from transformer_stability.registry import FIGURES
 
 setup_logging(snakemake.log[0])
 figure = FIGURES[snakemake.wildcards.figure]
-tables = {name: read_table(snakemake.input[name]) for name in figure.tables}
+tables = {name: read_table(snakemake.input[name], snakemake.config) for name in figure.tables}
 save_figure(figure.plot(**tables), snakemake.output.pdf, snakemake.output.png)

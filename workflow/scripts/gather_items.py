@@ -7,4 +7,5 @@ from transformer_stability.sweeps import gather_items
 
 setup_logging(snakemake.log[0])
 chunks = [read_table(path) for path in snakemake.input.chunks]
-write_table(gather_items(chunks, snakemake.params.order), snakemake.output[0])
+table = gather_items(chunks, snakemake.params.order)
+write_table(table, snakemake.output[0], snakemake.config)

@@ -18,5 +18,7 @@ torch.set_num_threads(snakemake.threads)
 params = snakemake.params
 table = EXPERIMENTS[snakemake.wildcards.experiment](params.section, params.seed)
 write_table(
-    with_provenance(table, seed=params.seed, device="cpu", dtype="float64"), snakemake.output[0]
+    with_provenance(table, seed=params.seed, device="cpu", dtype="float64"),
+    snakemake.output[0],
+    snakemake.config,
 )
