@@ -56,6 +56,16 @@ def _broken(default_config, path, value):
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
         (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
         (
+            ["counting", "theory", "fit_points"],
+            40,
+            ["'counting.theory.fit_points'", "cannot be fitted from the 10 lengths"],
+        ),
+        (
+            ["counting", "theory", "lengths"],
+            [1024, 2048],
+            ["'counting.theory.classification_max_length'", "below every length"],
+        ),
+        (
             ["counting", "training", "regression", "lengths"],
             [],
             ["'counting.training.regression.lengths'", "should be non-empty"],

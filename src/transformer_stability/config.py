@@ -95,8 +95,28 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
             "patch_size must divide img_size and heads must divide width",
         ),
     ]
-    checks += _numerics_checks(config["numerics"])
+    checks += _numerics_checks(config["numerics"]) + _counting_checks(config["counting"])
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
+
+
+def _counting_checks(counting: dict[str, Any]) -> list[tuple[bool, str, str]]:
+    """The fitted exponents need fit_points lengths; C2's classification panel needs a length."""
+    theory = counting["theory"]
+    lengths = sorted(set(theory["lengths"]))
+    return [
+        (
+            len(lengths) >= theory["fit_points"],
+            "counting.theory.fit_points",
+            f"{theory['fit_points']} points cannot be fitted from the {len(lengths)} lengths of "
+            "counting.theory.lengths",
+        ),
+        (
+            theory["classification_max_length"] >= lengths[0],
+            "counting.theory.classification_max_length",
+            f"{theory['classification_max_length']} is below every length of "
+            f"counting.theory.lengths (smallest {lengths[0]}): no classification construction",
+        ),
+    ]
 
 
 def _numerics_checks(numerics: dict[str, Any]) -> list[tuple[bool, str, str]]:
