@@ -173,6 +173,8 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
     the permutation-symmetric input, backward J^{L,b} and forward J^{b,0}."""
     set_style()
     curves = curves[curves["input"] == "equiangular"]
+    if curves.empty:
+        raise ValueError("A1 needs equiangular-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     fig = Figure(figsize=(10, 4.4), layout="constrained")
@@ -224,6 +226,8 @@ def plot_images(curves: pd.DataFrame) -> Figure:
     (lines), backward J^{L,b} (top) and forward from the source block (bottom)."""
     set_style()
     curves = curves[curves["input"] == "images"]
+    if curves.empty:
+        raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     samples = sorted(curves["sample"].unique())
     palette = dict(zip(samples, sns.color_palette("husl", len(samples)), strict=True))
@@ -311,6 +315,8 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         norms = ["derf", "dyt"] if sweep == "alpha" else ["ln", "derf"]
         for norm in norms:
             rows = part[part["norm"] == norm]
+            if rows.empty:
+                continue  # a norm this table does not sweep: its panel draws the others
             x = "alpha" if sweep == "alpha" else sweep
             stats = _sample_mean(rows, x, ["apjn", "apjn_theory"])
             if sweep == "alpha":
@@ -347,6 +353,8 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     for the permutation-symmetric input and for images (mean over samples)."""
     set_style()
     curves = curves[curves["direction"] == "backward"]
+    if curves.empty:
+        raise ValueError("A6 needs backward-direction rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     inputs = [i for i in ("equiangular", "images") if i in set(curves["input"])]

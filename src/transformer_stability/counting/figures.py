@@ -147,6 +147,8 @@ def plot_training(training: pd.DataFrame) -> Figure:
     count-balanced) and the largest vector norm vs L, regression vs classification."""
     set_style()
     free = _unconstrained(training)
+    if free.empty:
+        raise ValueError("C3 needs unconstrained training runs (B = inf); training.csv has none")
     fig = Figure(figsize=(12, 4.3), layout="constrained")
     ax_acc, ax_bal, ax_norm = fig.subplots(1, 3)
     for readout, part in free.groupby("readout"):
@@ -212,6 +214,8 @@ def plot_constrained(
     fig = Figure(figsize=(15, 4.8), layout="constrained")
     ax_reg, ax_cls, ax_b = fig.subplots(1, 3)
     constrained = training[np.isfinite(training["B"])]
+    if constrained.empty:
+        raise ValueError("C4 needs constrained training runs (finite B); training.csv has none")
     d = int(constrained["d"].iloc[0])
     post = theory[
         (theory["placement"] == "post_learned")
@@ -259,7 +263,7 @@ def plot_constrained(
     if len(lengths):
         curve = curves[0][1].set_index("L")["bmin"]
         ax_b.set_xlim(lengths[0] / 1.3, lengths[-1] * 1.3)
-        ax_b.set_ylim(0.3, max(curve.reindex(lengths).max() * 4, 20))
+        ax_b.set_ylim(0.3, np.nanmax([curve.reindex(lengths).max() * 4, 20]))  # NaN: no theory
     ax_b.set(yscale="log", xlabel="length L", ylabel="smallest successful B")
     _length_axis(ax_b, lengths)
     ax_b.set_title(

@@ -139,6 +139,10 @@ def norms_figure(table: pd.DataFrame) -> Figure:
     set_style()
     med = table.groupby(["norm", "mantissa_bits", "outlier", "metric"]).value.median()
     med = med.unstack("metric").reset_index()
+    if not (med.outlier > 0).any():
+        raise ValueError(
+            "N5 needs a positive outlier magnitude M (log x axis); norms.csv has only M = 0"
+        )
     med["outlier_plot"] = med.outlier.where(med.outlier > 0, med.outlier[med.outlier > 0].min() / 3)
     panels = [
         ("kappa_bulk", "kappa_normwise", "condition: bulk κ / spread (dotted: normwise κ)"),
@@ -190,6 +194,13 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
     med = table.groupby(["sweep", "mode", "metric", "p_max", "offset"])[["measured", "bound"]]
     med = med.median().reset_index()
     sink, offset = med[med.sweep == "sink"], med[med.sweep == "offset"]
+    if sink.empty or offset.empty:
+        missing = " and ".join(
+            name for name, rows in (("sink", sink), ("offset", offset)) if rows.empty
+        )
+        raise ValueError(
+            f"N6 needs rows of both sweeps (sink, offset); softmax.csv has no {missing} rows"
+        )
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), constrained_layout=True)
     prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
     gain = prop[prop.metric == "l1_gain"]
@@ -229,6 +240,9 @@ def lipschitz_figure(table: pd.DataFrame) -> Figure:
     }
     for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
         data = table[table.norm == norm]
+        if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
+            ax.set_title(f"{title}: not in this table")
+            continue
         stats = data.groupby("seq_len")[["estimate", "bound"]].median().reset_index()
         ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
         ax.plot(

@@ -1,0 +1,203 @@
+"""Edge-case tables (issue 11, point 4): every registered figure and every aggregation function,
+fed the real tables of the tiny run shrunk to one value of a swept column (one variant, one
+alpha, one sample, one L, one B, one d, one seed, one precision, one model, ...), either draws
+(a Figure that renders to PNG, a DataFrame) or refuses with a ValueError raised by this
+package's own code, whose message says what is missing.
+
+`hypothesis` is not a dependency of this environment, so the shrinkings are enumerated
+deterministically: for each swept column, the first and the last value present in every table
+of the call."""
+
+from __future__ import annotations
+
+import io
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import transformer_stability
+from transformer_stability.apjn.agreement import agreement
+from transformer_stability.counting.rates import (
+    empirical_bmin,
+    exponent_table,
+    rates_table,
+    reference_slopes,
+)
+from transformer_stability.io import read_table
+from transformer_stability.registry import FIGURES
+from transformer_stability.sweeps import ITEM_COLUMN, gather_items
+
+PACKAGE = Path(transformer_stability.__file__).parent
+NAN = "<NaN>"  # stands for a missing value (pre-LN's alpha) among a column's values
+# columns a config sweeps ("variant" is one norm and one alpha together)
+SWEPT = (
+    "variant",
+    "norm",
+    "alpha",
+    "sample",
+    "input",
+    "depth",
+    "width",
+    "attn_mult",
+    "mlp_mult",
+    "placement",
+    "readout",
+    "d",
+    "L",
+    "B",
+    "seed",
+    "train_seed",
+    "precision",
+    "model",
+    "checkpoint",
+    "seq_len",
+    "mantissa_bits",
+    "outlier",
+    "p_max",
+    "offset",
+)
+Tables = dict[str, pd.DataFrame]
+
+
+def _values(table: pd.DataFrame, column: str) -> set:
+    return set(table[column].dropna().unique()) | ({NAN} if table[column].isna().any() else set())
+
+
+def _keep(table: pd.DataFrame, column: str, value: object) -> pd.DataFrame:
+    rows = table[column].isna() if value == NAN else table[column] == value
+    return table[rows].reset_index(drop=True)
+
+
+def _order(value: object) -> tuple:
+    return (value == NAN, isinstance(value, str), value if value != NAN else 0)
+
+
+def shrink(tables: Mapping[str, pd.DataFrame], column: str, pick: int) -> Tables | None:
+    """The tables with only the first (pick 0) or last (pick -1) value of `column` common to
+    every table that has it; None when no table has it, none is common, or a table would be
+    empty (read_table refuses an empty table, so no figure sees one)."""
+    if column == "variant":
+        one_norm = shrink(tables, "norm", pick)
+        return None if one_norm is None else (shrink(one_norm, "alpha", pick) or one_norm)
+    having = [t for t in tables.values() if column in t.columns]
+    if not having:
+        return None
+    common = set.intersection(*(_values(t, column) for t in having))
+    if not common:
+        return None
+    value = sorted(common, key=_order)[pick]
+    out = {k: _keep(t, column, value) if column in t.columns else t for k, t in tables.items()}
+    return None if any(t.empty for t in out.values()) else out
+
+
+def shrinkings(tables: Mapping[str, pd.DataFrame]) -> list[tuple[str, Tables]]:
+    """(description, tables) for one value of each swept column, and for all at once."""
+    cases = []
+    for pick, name in ((0, "first"), (-1, "last")):
+        everything = dict(tables)
+        for column in SWEPT:
+            shrunk = shrink(tables, column, pick)
+            if shrunk is not None:
+                cases.append((f"{column}={name}", shrunk))
+            shrunk_all = shrink(everything, column, pick)
+            everything = shrunk_all if shrunk_all is not None else everything
+        cases.append((f"all={name}", everything))
+    return cases
+
+
+def outcome(call: Callable[[], object]) -> str | None:
+    """None when `call` draws (or aggregates) or refuses cleanly; otherwise what went wrong."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = call()
+            if isinstance(result, Figure):
+                result.savefig(io.BytesIO(), format="png")
+                plt.close(result)
+    except ValueError as error:
+        plt.close("all")
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        if not Path(frame.filename).is_relative_to(PACKAGE):
+            return f"ValueError from {Path(frame.filename).name}:{frame.lineno}: {error}"
+        if not str(error).strip():
+            return "ValueError without a message"
+    except Exception as error:  # noqa: BLE001 -- any other exception is the failure reported
+        plt.close("all")
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}:{frame.lineno}"
+        return f"{type(error).__name__} at {where}: {error}"
+    else:
+        if not isinstance(result, (Figure, pd.DataFrame)):
+            return f"returned {type(result).__name__}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def results(tiny_run) -> Path:
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    return tiny_run.workdir / "results"
+
+
+def _read(results: Path, paths: Mapping[str, str]) -> Tables:
+    return {k: read_table(results / Path(p).relative_to("results")) for k, p in paths.items()}
+
+
+def _check(cases: list[tuple[str, Tables]], call: Callable[[Tables], object]) -> None:
+    failures = [
+        f"{case}: {problem}"
+        for case, tables in cases
+        if (problem := outcome(lambda tables=tables: call(tables))) is not None
+    ]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_figure_draws_or_refuses_edge_tables(results, name):
+    figure = FIGURES[name]
+    cases = shrinkings(_read(results, figure.tables))
+    assert cases
+    _check(cases, lambda tables: figure.plot(**tables))
+
+
+@pytest.mark.slow
+def test_agreement_edge_tables(results):
+    cases = shrinkings(_read(results, {"curves": "results/apjn/measured_curves.csv"}))
+    _check(cases, lambda t: agreement(t["curves"]))
+
+
+@pytest.mark.slow
+def test_counting_rates_edge_tables(results):
+    paths = {
+        "training": "results/counting/training.csv",
+        "theory": "results/counting/bmin_theory.csv",
+        "rates": "results/counting/rates.csv",
+        "walls": "results/counting/walls.csv",
+    }
+    cases = shrinkings(_read(results, paths))
+    _check(cases, lambda t: empirical_bmin(t["training"]))
+    _check(cases, lambda t: reference_slopes(t["theory"]))
+    _check(cases, lambda t: exponent_table(t["rates"], t["walls"]))
+    for fit_points in (2, 3):
+        _check(
+            cases,
+            lambda t, k=fit_points: rates_table(t["theory"], empirical_bmin(t["training"]), k),
+        )
+
+
+@pytest.mark.slow
+def test_gather_items_edge_chunks(results):
+    chunks = sorted((results / "apjn" / "items" / "curves").glob("*.csv"))
+    assert chunks
+    one = read_table(chunks[0])
+    order = list(dict.fromkeys(one[ITEM_COLUMN]))
+    assert outcome(lambda: gather_items([one], order)) is None
+    assert outcome(lambda: gather_items([one.iloc[:1]], order[:1])) is None
+    with pytest.raises(ValueError, match="missing"):
+        gather_items([one.iloc[:1]], order)
