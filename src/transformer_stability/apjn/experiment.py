@@ -22,6 +22,7 @@ from transformer_stability.apjn.items import (
     EndToEndItem,
     ImageSource,
     MeasureSettings,
+    Variant,
 )
 from transformer_stability.apjn.kernels import norm_kernel
 from transformer_stability.apjn.measure import (
@@ -34,7 +35,7 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import ID_COLUMNS, Variant, variant_ids
+from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
 from transformer_stability.apjn.theory import (
     MeanField,
     backward_log_apjn,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from transformer_stability.apjn.items import Variant
 from transformer_stability.plotting import FigureSpec, set_style, variant_colors
 from transformer_stability.vocabulary import (
     NORM_COLORS,
@@ -20,16 +19,8 @@ from transformer_stability.vocabulary import (
 )
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A (norm, alpha) pair as the tables hold it, with its legend label."""
-
-    norm: str
-    alpha: float | None
-
-    @property
-    def label(self) -> str:
-        return variant_label(self.norm, self.alpha)
+def _label(variant: Variant) -> str:
+    return variant_label(variant.norm, variant.alpha)
 
 
 def _variants(table: pd.DataFrame) -> list[Variant]:
@@ -64,7 +55,7 @@ def plot_theory_curves(curves: pd.DataFrame) -> Figure:
                 part["apjn"],
                 color=colors[(variant.norm, variant.alpha)],
                 linestyle=NORM_LINESTYLES[variant.norm],
-                label=variant.label,
+                label=_label(variant),
             )
         ax.set_yscale("log")
         ax.set_xlabel("block b")
@@ -103,7 +94,7 @@ def plot_depth_scaling(
             points = _sample_mean(_select(measured, variant), "depth", ["apjn"])
         if variant.norm == "ln":
             fit = _fit(asymptotics, variant, "power_law_exponent")
-            label = f"{variant.label}: ζ fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
+            label = f"{_label(variant)}: ζ fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
             ax_pow.plot(x, np.exp(log_j), color=color, label=label)
             ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
             ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
@@ -115,13 +106,15 @@ def plot_depth_scaling(
                     color=color,
                     ms=3,
                     mfc="white",
-                    label=f"{variant.label}: measured",
+                    label=f"{_label(variant)}: measured",
                 )
             ax_pow_local.plot(x, part["local_slope"], color=color)
             ax_pow_local.axhline(fit["predicted"], color=color, ls="--", lw=1.0)
         else:
             fit = _fit(asymptotics, variant, "sqrt_depth_slope")
-            label = f"{variant.label}: slope fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
+            label = (
+                f"{_label(variant)}: slope fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
+            )
             root = np.sqrt(law["depth"])
             ax_sqrt.plot(np.sqrt(x), log_j, color=color, label=label)
             ax_sqrt.plot(root, law["fitted_log_apjn"], ":", color=color, lw=2.2)
@@ -190,7 +183,7 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
                 stats["apjn_theory_mean"],
                 color=color,
                 ls=NORM_LINESTYLES[variant.norm],
-                label=variant.label,
+                label=_label(variant),
             )
             ax.errorbar(
                 stats["block"],
@@ -243,7 +236,7 @@ def plot_images(curves: pd.DataFrame) -> Figure:
                 ax.plot(curve["block"], curve["apjn"], "o", color=palette[sample], ms=2.5)
             ax.set_yscale("log")
             if row == 0:
-                ax.set_title(variant.label)
+                ax.set_title(_label(variant))
             else:
                 ax.set_xlabel("block b")
     source = int(curves.loc[curves["direction"] == "forward", "source_block"].iloc[0])
@@ -261,12 +254,12 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     set_style()
     table = agreement.copy()
     table["model"] = [
-        Variant(n, None if pd.isna(a) else float(a)).label
+        variant_label(n, None if pd.isna(a) else float(a))
         for n, a in zip(table["norm"], table["alpha"], strict=True)
     ]
-    order = [v.label for v in _variants(table)]
+    order = [_label(v) for v in _variants(table)]
     colors = variant_colors([(v.norm, v.alpha) for v in _variants(table)])
-    palette = {v.label: colors[(v.norm, v.alpha)] for v in _variants(table)}
+    palette = {_label(v): colors[(v.norm, v.alpha)] for v in _variants(table)}
     inputs = [i for i in ("equiangular", "images") if i in set(table["input"])]
     fig = Figure(figsize=(5.0 * len(inputs) + 1, 7), layout="constrained")
     axes = fig.subplots(2, len(inputs), sharey=True, squeeze=False)
@@ -324,7 +317,7 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
             else:
                 alpha = rows["alpha"].iloc[0]
                 variant = Variant(norm, None if pd.isna(alpha) else float(alpha))
-                color, label = NORM_COLORS[norm], variant.label
+                color, label = NORM_COLORS[norm], _label(variant)
             ax.plot(stats[x], stats["apjn_theory_mean"], color=color, label=f"{label} theory")
             ax.errorbar(
                 stats[x],
@@ -376,7 +369,7 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
                     stats[f"{name}_theory_mean"],
                     color=color,
                     ls=NORM_LINESTYLES[variant.norm],
-                    label=variant.label,
+                    label=_label(variant),
                 )
                 ax.plot(stats["block"], stats[f"{name}_mean"], "o", color=color, ms=3, mfc="white")
         axes[row, 0].set_yscale("log")

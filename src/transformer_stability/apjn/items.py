@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from transformer_stability.apjn.kernels import NormName
 from transformer_stability.apjn.spec import ViTSpec
 
 
@@ -21,6 +22,18 @@ def variant_id(norm: str, alpha: float | None) -> str:
 
 def _spec_id(spec: ViTSpec) -> str:
     return variant_id(spec.norm, spec.alpha)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One norm variant: pre-LN, or a saturating map with fixed scalar alpha."""
+
+    norm: NormName
+    alpha: float | None = None
+
+    @property
+    def id(self) -> str:
+        return variant_id(self.norm, self.alpha)
 
 
 @dataclass(frozen=True)

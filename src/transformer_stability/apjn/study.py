@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.items import base_spec, variant_id
-from transformer_stability.apjn.kernels import NormName, norm_kernel
+from transformer_stability.apjn.items import Variant, base_spec
+from transformer_stability.apjn.kernels import norm_kernel
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.theory import (
     MeanField,
@@ -34,18 +34,6 @@ DEPTH_COLUMNS = [*ID_COLUMNS, "width", "depth", "apjn", "log_apjn", "local_slope
 LAW_COLUMNS = [*ID_COLUMNS, "quantity", "depth", "fitted_log_apjn", "predicted_log_apjn"]
 ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "quantity", "fitted", "predicted", "fit_intercept",
                       "fit_min_depth", "fit_max_depth"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One norm variant: pre-LN, or a saturating map with fixed scalar alpha."""
-
-    norm: NormName
-    alpha: float | None = None
-
-    @property
-    def id(self) -> str:
-        return variant_id(self.norm, self.alpha)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from transformer_stability.apjn.inputs import (
     normalize,
     read_cifar100,
 )
-from transformer_stability.apjn.items import Schedule, TrainData, TrainItem
+from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import ID_COLUMNS, Variant, variant_ids
+from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
 
 log = logging.getLogger(__name__)
 
