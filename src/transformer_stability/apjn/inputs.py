@@ -91,8 +91,10 @@ def read_cifar100(root: str | Path, split: str = "test") -> tuple[np.ndarray, np
     path = Path(root) / "cifar-100-python" / split
     if not path.is_file():
         raise FileNotFoundError(
-            f"no CIFAR-100 at {path}: point the config key apjn.images.cifar_root at a folder "
-            "holding cifar-100-python/ (nothing is downloaded), or use source: bundled"
+            f"no CIFAR-100 at {path}: point the config key that named it "
+            "(apjn.images.cifar_root for the images, apjn.train.data.cifar_root for training) "
+            "at a folder holding cifar-100-python/ (nothing is downloaded), or use the "
+            "offline source (bundled images, textures task)"
         )
     with open(path, "rb") as handle:
         batch = pickle.load(handle, encoding="bytes")
