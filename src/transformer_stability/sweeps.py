@@ -25,10 +25,10 @@ from tqdm.auto import tqdm
 
 from transformer_stability.io import write_table
 from transformer_stability.provenance import with_provenance
+from transformer_stability.table_schemas import ITEM_COLUMN
 
 log = logging.getLogger(__name__)
 
-ITEM_COLUMN = "item"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 
 

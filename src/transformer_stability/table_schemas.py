@@ -28,7 +28,7 @@ import pandas as pd
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.numerics.spec import GPT2Spec
 
-ITEM_COLUMN = "item"  # sweeps.ITEM_COLUMN (sweeps imports this module through io)
+ITEM_COLUMN = "item"  # a chunk table's first column: the item of each row (sweeps.py)
 KINDS = ("int", "float", "str", "bool")
 
 
