@@ -8,16 +8,18 @@ from transformer_stability.config import ConfigError, may_use_gpu, validate_conf
 from transformer_stability.preflight import input_errors
 from transformer_stability.registry import FIGURES, study_figures
 from transformer_stability.report import record_config
-from transformer_stability.vocabulary import STUDY_CATEGORIES
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
+from transformer_stability.vocabulary import STUDY_CATEGORIES
 
 try:
     validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-# outside inputs (CIFAR-100, pretrained weights) are there before any job is planned
-MISSING_INPUTS = input_errors(config)
+# outside inputs (CIFAR-100, pretrained weights) are there before any job is planned; only the
+# main process checks: a cluster job re-reads this file on a compute node, which may have no
+# network, and its run has passed this check already
+MISSING_INPUTS = input_errors(config) if workflow.is_main_process else []
 if MISSING_INPUTS:
     raise WorkflowError("missing inputs:\n  " + "\n  ".join(MISSING_INPUTS))
 
