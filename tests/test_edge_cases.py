@@ -4,12 +4,14 @@ alpha, one sample, one L, one B, one d, one seed, one precision, one model, ...)
 (a Figure that renders to PNG, a DataFrame) or refuses with a ValueError raised by this
 package's own code, whose message says what is missing.
 
-`hypothesis` is not a dependency of this environment, so the shrinkings are enumerated
-deterministically: for each swept column, the first and the last value present in every table
-of the call."""
+Two sets of shrinkings: enumerated ones (for each swept column, the first and the last value
+present in every table of the call, then all columns at once), and `hypothesis` ones, which
+keep an arbitrary value of several columns in turn (derandomized, so CI sees the same examples
+on every run; a failure is shrunk to the fewest columns that break)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import traceback
 import warnings
@@ -19,6 +21,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 import transformer_stability
@@ -79,9 +83,10 @@ def _order(value: object) -> tuple:
 
 
 def shrink(tables: Mapping[str, pd.DataFrame], column: str, pick: int) -> Tables | None:
-    """The tables with only the first (pick 0) or last (pick -1) value of `column` common to
-    every table that has it; None when no table has it, none is common, or a table would be
-    empty (read_table refuses an empty table, so no figure sees one)."""
+    """The tables with only one value of `column` common to every table that has it (the
+    pick-th in sorted order, modulo their number: 0 the first, -1 the last); None when no table
+    has it, none is common, or a table would be empty (read_table refuses an empty table, so no
+    figure sees one)."""
     if column == "variant":
         one_norm = shrink(tables, "norm", pick)
         return None if one_norm is None else (shrink(one_norm, "alpha", pick) or one_norm)
@@ -91,7 +96,8 @@ def shrink(tables: Mapping[str, pd.DataFrame], column: str, pick: int) -> Tables
     common = set.intersection(*(_values(t, column) for t in having))
     if not common:
         return None
-    value = sorted(common, key=_order)[pick]
+    values = sorted(common, key=_order)
+    value = values[pick % len(values)]
     out = {k: _keep(t, column, value) if column in t.columns else t for k, t in tables.items()}
     return None if any(t.empty for t in out.values()) else out
 
@@ -144,8 +150,14 @@ def results(tiny_run) -> Path:
     return tiny_run.workdir / "results"
 
 
+@functools.cache
+def _read_one(path: Path) -> pd.DataFrame:
+    return read_table(path)
+
+
 def _read(results: Path, paths: Mapping[str, str]) -> Tables:
-    return {k: read_table(results / Path(p).relative_to("results")) for k, p in paths.items()}
+    """The tables, each read and checked once per session (copies: a plot may modify them)."""
+    return {k: _read_one(results / Path(p).relative_to("results")).copy() for k, p in paths.items()}
 
 
 def _check(cases: list[tuple[str, Tables]], call: Callable[[Tables], object]) -> None:
@@ -164,6 +176,33 @@ def test_figure_draws_or_refuses_edge_tables(results, name):
     cases = shrinkings(_read(results, figure.tables))
     assert cases
     _check(cases, lambda tables: figure.plot(**tables))
+
+
+# several swept columns, each cut to one arbitrary value, in turn
+SHRINKINGS = st.lists(st.tuples(st.sampled_from(SWEPT), st.integers(0, 63)), min_size=1, max_size=5)
+
+
+def shrink_all(tables: Tables, steps: list[tuple[str, int]]) -> Tables:
+    """`tables` cut by each (column, pick) of steps in turn; a cut that would leave no value or
+    an empty table is skipped."""
+    for column, pick in steps:
+        tables = shrink(tables, column, pick) or tables
+    return tables
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(FIGURES))
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(steps=SHRINKINGS)
+def test_figure_draws_or_refuses_arbitrary_shrinkings(results, name, steps):
+    figure = FIGURES[name]
+    tables = shrink_all(_read(results, figure.tables), steps)
+    _check([(repr(steps), tables)], lambda t: figure.plot(**t))
 
 
 @pytest.mark.slow

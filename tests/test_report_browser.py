@@ -1,54 +1,73 @@
 """The report in a real browser (headless Chromium, Debian's `chromium`; `.ci/run` installs it
-when missing): the landing page renders, starts with the run's description, not the middle of
-its configuration, and the configuration text is in the page."""
+when missing): the landing page starts with the run's description and its configuration text is
+in the page, and every figure of the run opens as an image the browser has decoded, at the
+PNG's size, with no PDF viewer needed."""
 
-import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
+from chromium import EXECUTABLE, Chromium
 from conftest import ROOT
 from matplotlib.image import imread
 
 from transformer_stability.report import report_command
+from transformer_stability.vocabulary import STUDY_CATEGORIES
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,1000",
-    "--virtual-time-budget=8000",
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(EXECUTABLE is None, reason="no chromium (apt-get install chromium)"),
 ]
 
+CLICK_LINK = """text => {
+  const link = Array.from(document.querySelectorAll('a')).find(a => a.textContent.trim() === text);
+  if (!link) throw new Error('no link ' + text);
+  link.click();
+}"""
 
-def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    profile = ["--user-data-dir=" + str(tmp_path / "chromium-profile")]
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, *profile, *args], capture_output=True, text=True, timeout=120
-    )
+# Clicks the eye button of a result row and waits until the image it shows has been decoded.
+SHOW_ROW = """async index => {
+  const shown = () => Array.from(document.images).find(i => i.src.startsWith('data:image/png'));
+  const before = shown() ? shown().src : null;
+  document.querySelectorAll('a[iconname=eye]')[index].click();
+  for (let tries = 0; tries < 200; tries++) {
+    const image = shown();
+    if (image && image.src !== before && image.complete) {
+      await image.decode();
+      const box = image.getBoundingClientRect();
+      return {name: image.src.match(/filename=([^;]+);/)[1], natural: [image.naturalHeight,
+              image.naturalWidth], shown: [box.height, box.width]};
+    }
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  throw new Error('row ' + index + ' showed no image');
+}"""
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)")
-def test_report_landing_page_in_headless_chromium(tiny_run, tmp_path):
+@pytest.fixture(scope="module")
+def report(tiny_run) -> Path:
     assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
-    report = subprocess.run(report_command(ROOT / "Snakefile", tiny_run.workdir), cwd=ROOT)
-    assert report.returncode == 0
-    page = (tiny_run.workdir / "results/report.html").resolve().as_uri()
+    made = subprocess.run(report_command(ROOT / "Snakefile", tiny_run.workdir), cwd=ROOT)
+    assert made.returncode == 0
+    return tiny_run.workdir / "results/report.html"
 
-    dom = _chromium(tmp_path, "--dump-dom", page)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    for text in ("Replication pipeline for three theory papers", "forward_source_block"):
-        assert text in dom.stdout  # the description and the configuration were rendered
+
+@pytest.fixture
+def browser(tmp_path):
+    chromium = Chromium(tmp_path / "chromium-profile")
+    yield chromium
+    chromium.close()
+
+
+def test_landing_page_starts_with_the_description(report, browser, tmp_path):
+    browser.open(report.resolve().as_uri())
+    text = browser.evaluate("document.body.innerText")
+    for words in ("Replication pipeline for three theory papers", "forward_source_block"):
+        assert words in text  # the description and the configuration were rendered
 
     shot = tmp_path / "landing.png"
-    assert _chromium(tmp_path, f"--screenshot={shot}", page).returncode == 0
+    browser.screenshot(shot)
     pixels = imread(shot)[..., :3]
     # the band right of the menu at the top of the window: the description's white page,
     # not the dark code block of the configuration's middle (what a vertically centred,
@@ -56,3 +75,17 @@ def test_report_landing_page_in_headless_chromium(tiny_run, tmp_path):
     top_band = pixels[5:40, 300:780]
     assert top_band.mean() > 0.8, top_band.mean()
     assert np.ptp(pixels) > 0.5  # something was drawn
+
+
+def test_every_figure_opens_as_a_decoded_image(report, browser):
+    figures = report.parent / "figures"
+    expected = {png.name: imread(png).shape[:2] for png in figures.glob("*.png")}
+    seen = {}
+    for category in STUDY_CATEGORIES.values():
+        browser.open(report.resolve().as_uri())
+        browser.evaluate(f"({CLICK_LINK})({category!r})")
+        for row in range(browser.evaluate("document.querySelectorAll('a[iconname=eye]').length")):
+            image = browser.evaluate(f"({SHOW_ROW})({row})")
+            assert min(image["shown"]) > 50, image  # laid out on the page, not a blank pane
+            seen[image["name"]] = tuple(image["natural"])
+    assert seen == expected

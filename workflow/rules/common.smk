@@ -71,8 +71,14 @@ def figure_category(wildcards):
     return STUDY_CATEGORIES[FIGURES[wildcards.figure].study]
 
 
+# The report's format toggle opens on the value that sorts first: the PNG, which every browser
+# shows inline (a PDF is a blank pane where no PDF viewer is present).
+IMAGE_FORMATS = {"png": "image (PNG)", "pdf": "vector (PDF)"}
+assert sorted(IMAGE_FORMATS.values())[0] == IMAGE_FORMATS["png"]
+
+
 def figure_labels(file_format):
-    """Report labels of a figure's PDF or PNG (the PNG is what a browser shows inline)."""
+    """Report labels of a figure's PDF or PNG."""
     return lambda wildcards: {
         **FIGURES[wildcards.figure].labels(config),
         "format": file_format,

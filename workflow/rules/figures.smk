@@ -9,13 +9,13 @@ rule figure:
             "results/figures/{figure}.pdf",
             caption="../report/figure.rst",
             category=figure_category,
-            labels=figure_labels("PDF"),
+            labels=figure_labels(IMAGE_FORMATS["pdf"]),
         ),
         png=report(
             "results/figures/{figure}.png",
             caption="../report/figure.rst",
             category=figure_category,
-            labels=figure_labels("PNG"),
+            labels=figure_labels(IMAGE_FORMATS["png"]),
         ),
     log:
         "results/logs/figures/{figure}.log",
