@@ -412,7 +412,9 @@ N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Le
 of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
 of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
 errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
-bits, unshifted vs shifted (exp of z - max z), with the bounds (dashed). Right: the largest
+bits, unshifted vs shifted (exp of z - max z), with the rigorous bounds (dashed), which keep the
+correlation of the sink's rounded exponential in numerator and sum and so fall with 1 - p_max
+like the error (a few times above it). Right: the largest
 componentwise relative error against a common logit offset at p_max =
 {{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
 shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.

@@ -53,10 +53,12 @@ def softmax_table(cfg: dict, seed: int) -> pd.DataFrame:
             )
         for shifted in (False, True):
             mode = "shifted" if shifted else "unshifted"
-            relative = (softmax.softmax_lowp(z, bits, shifted) - p).abs() / p
+            error = (softmax.softmax_lowp(z, bits, shifted) - p).abs()
             limit = softmax.softmax_error_bound(z, bits, shifted)
-            rows += _sample_rows(base, mode, "max_rel", relative.amax(-1), limit.amax(-1))
-            rows += _sample_rows(base, mode, "l1_abs", (relative * p).sum(-1), (limit * p).sum(-1))
+            rows += _sample_rows(
+                base, mode, "max_rel", (error / p).amax(-1), (limit / p).amax(-1)
+            )
+            rows += _sample_rows(base, mode, "l1_abs", error.sum(-1), limit.sum(-1))
             kappa = softmax.relative_condition(z, p, shifted).amax(-1)
             rows += _sample_rows(
                 base, mode, "kappa_max", kappa, torch.full_like(kappa, float("nan"))
