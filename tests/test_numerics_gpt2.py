@@ -1,6 +1,7 @@
 """Study N GPT-2: the residual-stream forward against Hugging Face, α scaling, loading, metrics."""
 
 import copy
+import dataclasses
 import math
 
 import huggingface_hub.constants
@@ -8,9 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.func import jacrev
 
 from transformer_stability.numerics.gpt2 import (
     ModelSourceError,
+    _attention,
+    _layer_norm,
+    _mlp,
     build_gpt2,
     embed,
     logits,
@@ -20,11 +25,14 @@ from transformer_stability.numerics.gpt2 import (
 from transformer_stability.numerics.gpt2_runs import run_group, weights_table
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
+    activation_lipschitz,
     inf_norm,
+    layer_norm_statistics,
     quantiles,
     token_errors,
     weight_magnitudes,
 )
+from transformer_stability.numerics.recursion import BlockConstants
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import GPT2Spec
 
@@ -186,7 +194,7 @@ def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
     }
     assert errors.checkpoint.max() == 6 and set(errors.kind) == {"attn", "mlp"}
     assert (errors[["p01", "p25", "p50", "p75", "p99"]].diff(axis=1).iloc[:, 1:] >= 0).all().all()
-    assert (recursion.bound >= recursion.measured).all()
+    assert (recursion.bound_rel >= recursion.measured_rel).all()
     assert set(weights.quantity) == {"omega_ov", "omega_ud", "omega_kq"}
     stream = errors[(errors.metric == "stream_median_l2") & (errors.precision == "fp32")]
     last = stream[stream.checkpoint == 6].set_index("alpha").p50
@@ -211,3 +219,77 @@ def test_a_group_must_share_one_storage_format(tiny_model):
     inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
     with pytest.raises(ValueError, match="share one storage format"):
         run_group(tiny_model, TINY, 1.0, ("fp32", "bf16"), inputs, 0, CPU)
+
+
+def _one_block(heads: int, sharpen: float, alpha: float = 1.0):
+    """A 1-block float64 GPT-2 (width 8) with W_Q and W_K scaled by `sharpen`, and an embedded
+    input."""
+    spec = GPT2Spec(size="tiny", layers=1, width=8, heads=heads, vocab=97, positions=64)
+    model = build_gpt2(spec, torch.Generator().manual_seed(0))
+    (block,) = stored_blocks(model, FP64, alpha, CPU)
+    weight = block.qkv[0].clone()
+    weight[:, :16] *= sharpen
+    block = dataclasses.replace(block, qkv=(weight, block.qkv[1]))
+    ids = torch.randint(97, (1, 5), generator=torch.Generator().manual_seed(1))
+    return model, block, embed(model, ids).double()
+
+
+def _exact_inf(f, x: torch.Tensor) -> float:
+    """‖∂f/∂x‖∞ over all tokens jointly: the exact first-order worst-case gain."""
+    full = jacrev(f)(x).reshape(x.numel(), x.numel())
+    return full.abs().sum(dim=1).max().item()
+
+
+def _branch_gain(branch, ln, block, h: torch.Tensor) -> float:
+    """Exact ‖∂/∂h of branch(LN(h))‖∞ of one residual branch."""
+    return _exact_inf(lambda x: branch(_layer_norm(x, ln, block.eps), block, FP64), h)
+
+
+@pytest.mark.parametrize("sharpen", [4.0, 8.0])
+def test_attention_lipschitz_needs_the_score_path(sharpen):
+    # with sharper logits the exact gain exceeds the value path's ω_OV: a bound that freezes
+    # the attention pattern would fail here
+    _, block, h = _one_block(heads=1, sharpen=sharpen)
+    y = _layer_norm(h, block.ln_1, block.eps)
+    exact = _exact_inf(lambda x: _attention(x, block, FP64), y)
+    constants = BlockConstants.of(block)
+    assert constants.w_o * constants.w_v < exact
+    assert exact <= constants.attention_lipschitz(y.abs().max().item())
+
+
+@pytest.mark.parametrize("alpha", [0.01, 1.0, 100.0])
+def test_amplification_bounds_the_exact_first_order_gain_of_a_residual_add(alpha):
+    model, block, h = _one_block(heads=2, sharpen=3.0, alpha=alpha)
+    constants = BlockConstants.of(block)
+    for kind, ln, branch, sublayer in [
+        ("attn", block.ln_1, _attention, constants.attention_lipschitz),
+        (
+            "mlp",
+            block.ln_2,
+            _mlp,
+            lambda r: constants.w_proj * activation_lipschitz(block.act) * constants.w_fc,
+        ),
+    ]:
+        exact = _branch_gain(branch, ln, block, h)
+        radius = _layer_norm(h, ln, block.eps).abs().max().item()
+        lipschitz = layer_norm_statistics(h, ln[0], block.eps)["ln_lipschitz"].max().item()
+        assert exact <= lipschitz * sublayer(radius), kind
+        at_one = _branch_gain(branch, ln, _one_block(heads=2, sharpen=3.0)[1], h)
+        # the branch, and so its amplification, carries α (α·W is rounded to float32 once)
+        assert exact == pytest.approx(alpha * at_one, rel=1e-6), kind
+
+
+def test_recursion_collapses_under_alpha_and_the_typical_estimate_sizes_the_first_add(tiny_model):
+    inputs = TokenInputs(seq_len=24, sequences=4, batch=2)
+    _, recursion = _run_tables(
+        tiny_model, (1e-3, 10.0, 100.0), [("fp32", "m10"), ("bf16",)], inputs
+    )
+    assert (recursion.bound_rel >= recursion.measured_rel).all()
+    first = recursion[recursion.checkpoint == 1]
+    ratio = first.typical_rel_l2 / first.measured_rel_l2
+    assert ratio.between(1, 30).all(), ratio  # each format's own u, every rounding counted
+    last = recursion[(recursion.checkpoint == 6) & (recursion.precision == "fp32")]
+    amplification = last.set_index("alpha").amplification
+    # residual-dominated: the per-step amplification does not depend on α
+    assert amplification[100.0] == pytest.approx(amplification[10.0], rel=0.2)
+    assert amplification[1e-3] < amplification[10.0] / 100  # embedding-dominated: ∝ α

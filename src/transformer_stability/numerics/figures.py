@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
+from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import numerics_model_name
 from transformer_stability.plotting import FigureSpec, set_style
 from transformer_stability.vocabulary import (
@@ -17,13 +20,17 @@ from transformer_stability.vocabulary import (
 )
 
 
-def _alpha_colors(alphas) -> tuple[dict, plt.cm.ScalarMappable]:
+def _alpha_colors(alphas) -> dict:
+    """One discrete colour per residual scaling α (few values: a legend, not a colour bar)."""
     alphas = sorted(set(alphas))
-    norm = LogNorm(min(alphas), max(alphas)) if len(alphas) > 1 else None
-    mappable = plt.cm.ScalarMappable(norm=norm, cmap=ALPHA_CMAP)
-    if norm is None:
-        return {alphas[0]: plt.get_cmap(ALPHA_CMAP)(0.5)}, mappable
-    return {a: mappable.to_rgba(a) for a in alphas}, mappable
+    cmap = plt.get_cmap(ALPHA_CMAP)
+    spots = [0.5] if len(alphas) == 1 else [0.9 * i / (len(alphas) - 1) for i in range(len(alphas))]
+    return {a: cmap(x) for a, x in zip(alphas, spots, strict=True)}
+
+
+def _alpha_legend(fig: Figure, colors: dict) -> None:
+    handles = [Line2D([], [], color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
+    fig.legend(handles=handles, loc="outside right center", fontsize=8, title="residual scaling")
 
 
 def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, sharey="row"):
@@ -40,29 +47,32 @@ def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, share
 
 
 def errors_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
-    """N1: relative error along the residual adds; p50 line, p25–p75 and p01–p99 bands."""
+    """N1: relative error along the residual adds in units of each format's own u; p50 line,
+    p25–p75 and p01–p99 bands."""
     set_style()
     data = table[table.metric == metric]
     models, precisions = sorted(data.model.unique()), list(dict.fromkeys(data.precision))
-    colors, mappable = _alpha_colors(data.alpha)
+    colors = _alpha_colors(data.alpha)
     fig, axes = _grid(models, precisions)
     for (r, model), (c, precision) in _pairs(models, precisions):
         ax = axes[r, c]
+        u = format_unit_roundoff(precision)
         for alpha, run in data[(data.model == model) & (data.precision == precision)].groupby(
             "alpha"
         ):
             run = run.sort_values("checkpoint")
             k = run.checkpoint
-            ax.fill_between(k, run.p01, run.p99, color=colors[alpha], alpha=0.08, lw=0)
-            ax.fill_between(k, run.p25, run.p75, color=colors[alpha], alpha=0.25, lw=0)
-            ax.plot(k, run.p50, color=colors[alpha], lw=1.3)
+            ax.fill_between(k, run.p01 / u, run.p99 / u, color=colors[alpha], alpha=0.08, lw=0)
+            ax.fill_between(k, run.p25 / u, run.p75 / u, color=colors[alpha], alpha=0.25, lw=0)
+            ax.plot(k, run.p50 / u, color=colors[alpha], lw=1.3)
         ax.set_yscale("log")
-        ax.set_title(f"{model}, {precision}", fontsize=9)
+        ax.set_title(f"{model}, {precision} (u = 2^{math.log2(u):.0f})", fontsize=9)
         if r == len(models) - 1:
             ax.set_xlabel("residual add (attn, mlp, ...)")
         if c == 0:
-            ax.set_ylabel(f"{metric}  ‖Δ_t‖∞ / ‖h_t‖∞" if metric == "rel_linf" else metric)
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+            label = "‖Δ_t‖∞ / ‖h_t‖∞" if metric == "rel_linf" else metric
+            ax.set_ylabel(f"{label}  [units of u]")
+    _alpha_legend(fig, colors)
     return fig
 
 
@@ -76,7 +86,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
     data = table[table.metric.isin(["stream_median_l2", "stream_min_l2"])]
     data = data[data.precision == data.precision.iloc[0]]  # the reference holds the stream
     models = sorted(data.model.unique())
-    colors, mappable = _alpha_colors(data.alpha)
+    colors = _alpha_colors(data.alpha)
     fig, axes = _grid(models, ["stream_median_l2", "stream_min_l2"], width=4.2)
     for (r, model), (c, metric) in _pairs(models, ["stream_median_l2", "stream_min_l2"]):
         ax = axes[r, c]
@@ -89,7 +99,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
         ax.set_title(f"{model}: {label} ‖h_t‖₂ (median over sequences)", fontsize=9)
         ax.set_xlabel("residual add")
     axes[0, 0].set_ylabel("stream size ‖h_t‖₂")
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    _alpha_legend(fig, colors)
     return fig
 
 
@@ -256,36 +266,59 @@ def lipschitz_figure(table: pd.DataFrame) -> Figure:
 
 
 def recursion_figure(table: pd.DataFrame) -> Figure:
-    """N8: first-order worst-case bound vs measured max error along depth, per precision; the
-    last column shows the per-step growth factor 1 + α·ω_k·Lip_k, which no longer depends on α
-    once the stream is residual-dominated."""
+    """N8: the relative-error recursion per residual add. Per format: the largest measured
+    relative error in units of u (solid) and the typical-case estimate (dashed), one colour per
+    α; the per-step amplification α·ω_k·Lip_k per α (it collapses once the stream is
+    residual-dominated); the worst-case bound's overshoot at the last add against α."""
     set_style()
     models, precisions = sorted(table.model.unique()), list(dict.fromkeys(table.precision))
-    colors, mappable = _alpha_colors(table.alpha)
-    fig, axes = _grid(models, [*precisions, "growth"], width=3.4, sharey=False)
-    for (r, model), (c, precision) in _pairs(models, [*precisions, "growth"]):
-        ax = axes[r, c]
-        chosen = precisions[0] if precision == "growth" else precision
-        subset = table[(table.model == model) & (table.precision == chosen)]
-        for alpha, run in subset.groupby("alpha"):
-            run = run.sort_values("checkpoint")
-            if precision == "growth":
-                ax.plot(run.checkpoint, run.growth, color=colors[alpha], marker=".", ms=3)
-                continue
-            ax.plot(run.checkpoint, run.measured, color=colors[alpha], lw=1.3)
-            ax.plot(run.checkpoint, run.bound, color=colors[alpha], lw=1, ls="--")
-        ax.set_yscale("log")
-        ax.set_title(
-            "growth 1 + α·ω·Lip per add" if precision == "growth" else f"{model}, {precision}",
-            fontsize=9,
-        )
-        if r == len(models) - 1:
-            ax.set_xlabel("residual add")
-        if c == 0:
-            ax.set_ylabel("max_t ‖Δ_t‖∞")
-    fig.suptitle("solid: measured error, dashed: first-order worst-case bound", fontsize=9)
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    colors = _alpha_colors(table.alpha)
+    columns = [*precisions, "amplification", "overshoot"]
+    fig, axes = plt.subplots(
+        len(models),
+        len(columns),
+        figsize=(3.3 * len(columns), 3.0 * len(models)),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    for r, model in enumerate(models):
+        runs = table[table.model == model]
+        for c, precision in enumerate(precisions):
+            ax = axes[r, c]
+            for alpha, run in runs[runs.precision == precision].groupby("alpha"):
+                run = run.sort_values("checkpoint")
+                u = run.unit_roundoff
+                ax.plot(run.checkpoint, run.measured_rel / u, color=colors[alpha], lw=1.3)
+                ax.plot(run.checkpoint, run.typical_rel_l2 / u, color=colors[alpha], ls="--")
+            ax.set(yscale="log", title=f"{model}, {precision}", xlabel="residual add")
+            ax.title.set_fontsize(9)
+        axes[r, 0].set_ylabel("max_t relative error [units of u]")
+        _amplification_panel(axes[r, -2], runs[runs.precision == precisions[0]], colors)
+        _overshoot_panel(axes[r, -1], runs)
+    _alpha_legend(fig, colors)
+    fig.suptitle(
+        "solid: measured max_t ‖Δ_t‖∞/‖h_t‖∞; dashed: typical-case estimate (2-norm)", fontsize=9
+    )
     return fig
+
+
+def _amplification_panel(ax, runs: pd.DataFrame, colors: dict) -> None:
+    for alpha, run in runs.groupby("alpha"):
+        run = run.sort_values("checkpoint")
+        ax.plot(run.checkpoint, run.amplification, color=colors[alpha], marker=".", ms=3)
+    ax.set(yscale="log", xlabel="residual add", title="amplification α·ω_k·Lip_k per add")
+    ax.title.set_fontsize(9)
+
+
+def _overshoot_panel(ax, runs: pd.DataFrame) -> None:
+    last = runs[runs.checkpoint == runs.checkpoint.max()]
+    for precision, run in last.groupby("precision", sort=False):
+        run = run.sort_values("alpha")
+        (line,) = ax.plot(run.alpha, run.bound_rel / run.measured_rel, "o-", ms=3, label=precision)
+        ax.plot(run.alpha, run.typical_rel_l2 / run.measured_rel_l2, "--", color=line.get_color())
+    ax.set(xscale="log", yscale="log", xlabel="residual scaling α")
+    ax.set_title("overshoot at the last add: bound / measured", fontsize=9)
+    ax.legend(fontsize=7, title="solid: worst case, dashed: typical", title_fontsize=7)
 
 
 # --- the registry's declarations of Study N's figures (see transformer_stability/registry.py) ---
@@ -453,13 +486,17 @@ results/numerics/lipschitz.csv.
         plot=recursion_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N8. The first-order error recursion e_k = (1 + alpha omega_k Lip_k) e_(k-1) + r_k evaluated on
-the GPT-2 runs (worst case over tokens: Lip_k bounds the max-norm Lipschitz constant of the
-LayerNorm, times GELU's for the MLP; r_k = u max abs(h_k) + alpha n u omega_k max
-abs(LN(h_(k-1)))) next to the measured largest error. Worst-case max-norm factors compound over
-depth, so the bound is loose by many orders of magnitude; the right panel shows the per-step
-growth factor, which stops depending on alpha once the stream is residual-dominated. Data:
-results/numerics/gpt2_recursion.csv.
+N8. The error recursion along the residual adds, carried relative to the stream size. Left
+panels, per test format and alpha: the largest measured relative error max_t of the max-norm
+of (test - reference) over that of h_t, in units of the format's own u (solid), and the
+typical-case estimate (dashed: 2-norm constants, fresh roundings added in quadrature).
+Amplification panel: the per-step factor alpha omega_k Lip_k of the worst-case recursion
+e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s max abs(h_k) + l_k, whose attention constant
+includes the score path through omega_KQ (a worst-case bound, first order in u); Lip_k carries
+LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the stream is residual-dominated and
+separate (proportional to alpha) while it is embedding-dominated. Right: how far the worst-case
+bound (solid) and the typical estimate (dashed) lie above the measured error at the last add.
+Data: results/numerics/gpt2_recursion.csv.
 """,
         labels=_gpt2_labels("N8", "error recursion bound vs measured"),
     ),

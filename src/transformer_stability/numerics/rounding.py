@@ -15,14 +15,17 @@ from dataclasses import dataclass
 
 import torch
 
+from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS
+
 # (integer view, explicit mantissa bits) of the floating types we can round in place
 _LAYOUT = {torch.float32: (torch.int32, 23), torch.float64: (torch.int64, 52)}
-_TORCH_FORMATS = {
-    "fp64": (torch.float64, 52),
-    "fp32": (torch.float32, 23),
-    "bf16": (torch.bfloat16, 7),
-    "fp16": (torch.float16, 10),
+_DTYPES = {
+    "fp64": torch.float64,
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
 }
+_TORCH_FORMATS = {name: (dtype, FORMAT_MANTISSA_BITS[name]) for name, dtype in _DTYPES.items()}
 _EMULATED = re.compile(r"m(\d+)")
 
 
