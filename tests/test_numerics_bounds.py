@@ -223,3 +223,28 @@ def test_lipschitz_bounds_are_never_below_the_exact_norms(n, sharpen):
         assert torch.linalg.matrix_norm(full, ord=2) <= attention.lipschitz_bound_frobenius(
             weights, x
         )
+
+
+def _exact_norm(weights, x: torch.Tensor, norm: str) -> float:
+    full = jacobian(weights, x).reshape(x.numel(), x.numel())
+    if norm == "inf":
+        return full.abs().sum(dim=1).max().item()
+    return torch.linalg.matrix_norm(full, ord=2).item()
+
+
+@pytest.mark.parametrize("norm", ["inf", "frobenius"])
+def test_worst_case_search_climbs_above_random_inputs_and_stays_below_the_ball_bound(norm):
+    search = {"samples": 1, "restarts": 1, "steps": 10, "iterations": 6, "rate": 0.3}
+    climbed = 0
+    for seed in range(4):
+        weights, x, generator = _tiny_attention(n=5, d=3, seed=seed, radius=1.0, sharpen=2.0)
+        found, where = attention.worst_case_search(weights, x, 1.0, norm, generator, search)
+        assert where.abs().max() <= 1.0  # projected onto the ball
+        # the value is the norm at the input returned (the power method is exact at this size)
+        assert found == pytest.approx(_exact_norm(weights, where, norm), rel=1e-6)
+        if norm == "inf":
+            assert found <= attention.ball_bound_inf(weights, 1.0)
+        else:
+            assert found <= attention.ball_bound_frobenius(weights, 5, 1.0)
+        climbed += found > 1.05 * _exact_norm(weights, x, norm)
+    assert climbed >= 3  # the ascent finds larger constants than the random start

@@ -425,7 +425,11 @@ NUMERICS_TABLES = (
             _int("sample", 0),
             _str("norm", ("inf", "frobenius")),
             _float("estimate", low=0.0, inf=True),
+            _float("worst", low=0.0, nan=True, inf=True),  # NaN: draws not searched
             _float("bound", low=0.0, inf=True),
+            _float("ball_bound", low=0.0, inf=True),
+            _float("worst_over_estimate", low=0.0, nan=True, inf=True),
+            _float("worst_over_bound", low=0.0, nan=True, inf=True),
             _fraction("p_max_min"),
         ),
         _lipschitz_rows,

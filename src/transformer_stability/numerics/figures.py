@@ -241,24 +241,28 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
 
 
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
-    """N7: Lipschitz estimates of self-attention and both bounds against length n."""
+    """N7: Lipschitz estimates of self-attention at random inputs and the worst found over the
+    R-ball, with the bounds over the ball, against length n."""
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     titles = {
-        "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2(1−p_max²)ω_KQ R²)"),
-        "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n"),
+        "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
+        "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
     }
     for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
         data = table[table.norm == norm]
         if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
             ax.set_title(f"{title}: not in this table")
             continue
-        stats = data.groupby("seq_len")[["estimate", "bound"]].median().reset_index()
+        stats = data.groupby("seq_len")[["estimate", "worst", "ball_bound"]].median()
+        stats = stats.reset_index()
         ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
-        ax.plot(
-            stats.seq_len, stats.estimate, "o-", color="tab:blue", label="power-iteration estimate"
-        )
-        ax.plot(stats.seq_len, stats.bound, "s--", color="tab:red", label=bound_label)
+        ax.plot(stats.seq_len, stats.estimate, "o-", color="tab:blue", label="random inputs")
+        found = data.dropna(subset=["worst"])
+        if not found.empty:
+            worst = found.groupby("seq_len").worst.max().reset_index()
+            ax.plot(worst.seq_len, worst.worst, "^-", color="tab:orange", label="worst found")
+        ax.plot(stats.seq_len, stats.ball_bound, "s--", color="tab:red", label=bound_label)
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("local Lipschitz constant")
@@ -467,12 +471,16 @@ shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
         caption="""\
 {% set n = config["numerics"] %}
 N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
-weights N(0, 1/d), inputs uniform in [-R, R], R = {{ n["lipschitz"]["radius"] }}) against the
-sequence length n. Left: token-wise max-norm, estimated by the max-norm power method
-(Jacobian-vector and vector-Jacobian products), with the bound omega_OV (1 + 2(1 - p_max^2)
-omega_KQ R^2), which does not grow with n. Right: Euclidean norm, power iteration on J^T J, with
-a classical bound that grows as sqrt(n). Dots: single draws; line: median. Data:
-results/numerics/lipschitz.csv.
+weights N(0, 1/d), inputs in the ball max abs(x) <= R = {{ n["lipschitz"]["radius"] }}) against the
+sequence length n. Blue: at inputs uniform in [-R, R] (dots: single draws; line: median).
+Orange: the worst found by projected sign-gradient ascent over the ball
+({{ n["lipschitz"]["search"]["restarts"] }} starts, {{ n["lipschitz"]["search"]["steps"] }}
+steps, first {{ n["lipschitz"]["search"]["samples"] }} draw(s) per n), a lower bound of the
+supremum. Left: token-wise max-norm (max-norm power method, Jacobian-vector and
+vector-Jacobian products) with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball, which does
+not grow with n. Right: Euclidean norm (power iteration on J^T J) with the classical bound over
+the ball, which grows as sqrt(n). Ratios worst/bound and worst/random per draw: columns
+worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
 """,
         labels=_synthetic_labels(
             "N7", "attention Lipschitz constant vs length", lambda config: "float64"

@@ -16,10 +16,11 @@ every rounding inside the branch, each carried to the branch output by the Lipsc
 of what follows it (`attention_local`, `mlp_local`). Dividing by the stream size gives the
 relative recursion ρ_k = e_k/min_t‖h_{k,t}‖∞.
 
-Typical case (2-norm per token, rounding errors independent): the same recursion with spectral
-constants, e_k² = ((1 + a₂_k)e_{k−1})² + (u_s‖h_k‖₂)² + ‖αF_k‖₂²·Σ_j ε_j², where the fresh
-roundings ε_j = u + √n·u_acc of the branch's operations add in quadrature. An estimate, not a
-bound.
+Typical case (2-norm per token, errors of random direction): the same recursion with the
+gains a matrix has on a random direction (‖M‖_F/√columns, `typical_attention_gain`),
+e_k² = (1 + a₂_k²)e_{k−1}² + (u_s‖h_k‖₂)² + ‖αF_k‖₂²·Σ_j ε_j²: the branch's response αJδ to
+an error δ of random direction is uncorrelated with δ, and the fresh roundings ε_j = u +
+√n·u_acc of the branch's operations add in quadrature too. An estimate, not a bound.
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ class BlockConstants:
     w_proj: float
     b_proj: float
     ln_gain: tuple[float, float]  # ‖γ‖∞ of ln_1, ln_2
-    spectral_ov: float  # ‖W_O W_V‖₂
-    spectral_ud: float  # ‖W_proj‖₂‖W_fc‖₂
-    spectral_kq: float  # max_h ‖W_Q^hᵀW_K^h‖₂
+    rms_ov: float  # ‖W_O W_V‖_F/√d: gains on errors of random direction (typical case)
+    rms_ud: float  # ‖W_proj‖_F‖W_fc‖_F/(√(4d)·√d)
+    frobenius_kq: float  # max_h ‖W_Q^hᵀW_K^h‖_F
 
     @classmethod
     def of(cls, block: BlockWeights) -> BlockConstants:
@@ -106,7 +107,6 @@ class BlockConstants:
             dim=-1,
         )
         w_o, w_fc, w_proj = (_wx(p) for p in (block.attn_proj, block.fc, block.mlp_proj))
-        qk = w_q.view(heads, head_dim, -1).transpose(1, 2) @ w_k.view(heads, head_dim, -1)
         return cls(
             w_o=_inf(w_o),
             w_v=_inf(w_v),
@@ -119,9 +119,9 @@ class BlockConstants:
             w_proj=_inf(w_proj),
             b_proj=_bias(block.mlp_proj),
             ln_gain=(_gain(block.ln_1), _gain(block.ln_2)),
-            spectral_ov=_spectral(w_o @ w_v),
-            spectral_ud=_spectral(w_proj) * _spectral(w_fc),
-            spectral_kq=float(torch.linalg.matrix_norm(qk, ord=2).max()),
+            rms_ov=_rms_gain(w_o @ w_v),
+            rms_ud=_rms_gain(w_proj) * _rms_gain(w_fc),
+            frobenius_kq=_frobenius_kq(w_q, w_k, heads),
         )
 
     @property
@@ -137,6 +137,13 @@ class BlockConstants:
         """The largest |logit| for ‖y‖∞ ≤ R."""
         powers = torch.tensor([radius**2, radius, 1.0], dtype=self.kq.dtype)
         return float((self.kq @ powers).max()) / math.sqrt(self.head_dim)
+
+    def typical_attention_gain(self, radius_l2: float) -> float:
+        """g_OV(1 + 4R₂²‖W_QᵀW_K‖_F/(d√d_h)): a random-direction error δ moves a logit by
+        about 2‖W_QᵀW_K‖_F R₂‖δ‖/(d√d_h), which the softmax turns into weights on values
+        that differ by up to 2R₂ (in units of the value path's gain g_OV)."""
+        score = 4 * radius_l2**2 * self.frobenius_kq / (self.width * math.sqrt(self.head_dim))
+        return self.rms_ov * (1 + score)
 
     def attention_lipschitz(self, radius: float) -> float:
         """‖W_O‖∞‖W_V‖∞(1 + 2RΛ(R)): value path plus score path."""
@@ -159,8 +166,16 @@ def _gain(pair: tuple[torch.Tensor, torch.Tensor]) -> float:
     return float(pair[0].abs().max())
 
 
-def _spectral(matrix: torch.Tensor) -> float:
-    return float(torch.linalg.matrix_norm(matrix, ord=2))
+def _rms_gain(matrix: torch.Tensor) -> float:
+    """‖M‖_F/√(columns): the gain of M on a vector of random direction (root mean square)."""
+    return float(matrix.norm() / math.sqrt(matrix.shape[1]))
+
+
+def _frobenius_kq(w_q: torch.Tensor, w_k: torch.Tensor, heads: int) -> float:
+    """max_h ‖W_Q^hᵀW_K^h‖_F from the d_h × d_h Gram matrices: ‖AᵀB‖_F² = tr(AAᵀ·BBᵀ)."""
+    a, b = (t.view(heads, -1, t.shape[1]) for t in (w_q, w_k))
+    product = (a @ a.transpose(1, 2)) @ (b @ b.transpose(1, 2))
+    return float(product.diagonal(dim1=1, dim2=2).sum(-1).clamp_min(0).sqrt().max())
 
 
 def layer_norm_error(radius: float, spread: float, eps: Roundoffs, width: int) -> float:
@@ -209,9 +224,7 @@ def recursion_table(
         if attn:
             sublayer = c.attention_lipschitz(radius)
             local = attention_local(c, radius, dims["seq_len"], eps)
-            spectral = c.spectral_ov * (
-                1 + 2 * row.normed_l2**2 * c.spectral_kq / math.sqrt(c.head_dim)
-            )
+            spectral = c.typical_attention_gain(row.normed_l2)
             fresh = [eps.typical(dims["width"] + 1)] * 2 + [
                 eps.typical(c.head_dim),
                 eps.typical(dims["seq_len"]),
@@ -221,7 +234,7 @@ def recursion_table(
         else:
             sublayer = c.w_proj * dims["act_lipschitz"] * c.w_fc
             local = mlp_local(c, radius, dims["act_lipschitz"], eps)
-            spectral = c.spectral_ud * dims["act_lipschitz"]
+            spectral = c.rms_ud * dims["act_lipschitz"]
             fresh = [eps.typical(dims["width"] + 1), eps.typical(4 * dims["width"] + 1)]
             fresh += [eps.storage, eps.storage]  # GELU, LayerNorm
         local += sublayer * layer_norm_error(radius, row.ln_spread, eps, dims["width"])
@@ -229,7 +242,7 @@ def recursion_table(
         amplification_l2 = row.ln_lipschitz_l2 * spectral
         worst = (1 + amplification) * worst + eps.storage * row.stream_linf + local
         typical = math.sqrt(
-            ((1 + amplification_l2) * typical) ** 2
+            (1 + amplification_l2**2) * typical**2
             + (eps.storage * row.stream_l2) ** 2
             + row.branch_l2**2 * sum(e**2 for e in fresh)
         )
