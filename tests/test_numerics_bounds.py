@@ -248,3 +248,20 @@ def test_worst_case_search_climbs_above_random_inputs_and_stays_below_the_ball_b
             assert found <= attention.ball_bound_frobenius(weights, 5, 1.0)
         climbed += found > 1.05 * _exact_norm(weights, x, norm)
     assert climbed >= 3  # the ascent finds larger constants than the random start
+
+
+def test_a_finite_exponent_range_makes_unshifted_softmax_overflow_like_fp16():
+    z = torch.tensor([[11.0, 0.0, -1.0], [11.2, 0.0, -1.0]], dtype=torch.float64)
+    p = torch.softmax(z, -1)
+    unshifted = softmax.softmax_lowp(z, 10, shifted=False, max_exponent=15)
+    assert torch.isfinite(unshifted[0]).all()  # e^11 = 59874 < 65504
+    assert torch.isnan(unshifted[1, 0])  # e^11.2 overflows: inf/inf
+    shifted = softmax.softmax_lowp(z, 10, shifted=True, max_exponent=15)
+    assert ((shifted - p).abs() <= softmax.softmax_error_bound(z, 10, True, 15)).all()
+    limit = softmax.softmax_error_bound(z, 10, shifted=False, max_exponent=15)
+    assert torch.isfinite(limit[0]).all() and not torch.isfinite(limit[1]).any()
+    assert ((unshifted[0] - p[0]).abs() <= limit[0]).all()
+    assert fl(torch.tensor([65504.0, 65520.0], dtype=torch.float64), 10, 15).isinf().tolist() == [
+        False,
+        True,
+    ]

@@ -293,3 +293,11 @@ def test_recursion_collapses_under_alpha_and_the_typical_estimate_sizes_the_firs
     # residual-dominated: the per-step amplification does not depend on α
     assert amplification[100.0] == pytest.approx(amplification[10.0], rel=0.2)
     assert amplification[1e-3] < amplification[10.0] / 100  # embedding-dominated: ∝ α
+
+
+def test_rounded_accumulation_runs_in_the_forward_and_costs_accuracy(tiny_model):
+    inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
+    errors, recursion = _run_tables(tiny_model, (1.0,), [("m7", "m7k1")], inputs)
+    last = errors[(errors.metric == "rel_linf") & (errors.checkpoint == 6)].set_index("precision")
+    assert last.p50["m7k1"] > 2 * last.p50["m7"]  # 32-term sums rounded at every term
+    assert (recursion.bound_rel >= recursion.measured_rel).all()

@@ -136,10 +136,9 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     for ax, quantity in zip(axes, quantities, strict=True):
         for model, run in table[table.quantity == quantity].groupby("model"):
             ax.plot(run.block, run.value, marker="o", ms=3, label=model)
-        values = table.loc[table.quantity == quantity, "value"]
-        # log only when models differ by more than a decade (random vs pretrained)
-        ax.set(yscale="log" if values.max() > 10 * values.min() else "linear")
-        ax.set(xlabel="block", title=OMEGA_LABELS[quantity])
+        # log: seed noise of a few percent must not look like structure next to the decades
+        # between random and pretrained weights
+        ax.set(yscale="log", xlabel="block", title=OMEGA_LABELS[quantity])
         ax.legend(fontsize=8)
     return fig
 
@@ -359,13 +358,14 @@ FIGURES = (
         caption="""\
 {% set n = config["numerics"] %}
 N1. Relative error rel_linf = max-norm of (test - reference) over the max-norm of the float64
-reference stream, per token, after every residual add of GPT-2 ({{ n["inputs"]["sequences"] }}
+reference stream, per token, in units of each format's own unit roundoff u (fp32 2^-24, bf16
+2^-8, m<bits> 2^-(bits+1)), after every residual add of GPT-2 ({{ n["inputs"]["sequences"] }}
 sequences of {{ n["inputs"]["seq_len"] }} synthetic tokens). Line: median over tokens and
 sequences; bands: p25-p75 and p01-p99. One panel per model and test format (fp32/bf16/fp16 are
 torch dtypes; m<bits> rounds every linear/matmul output to that many mantissa bits), one colour
-per residual scaling alpha. The reference holds exactly the numbers the test format stores. For
-alpha large enough that the stream is residual-dominated the curves coincide; for small alpha
-the stream is embedding-dominated and the error falls. Data: results/numerics/gpt2_errors.csv.
+per residual scaling alpha (legend). The reference holds exactly the numbers the test format
+stores. For alpha large enough that the stream is residual-dominated the curves coincide; for
+small alpha the stream is embedding-dominated and the error falls. Data: results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N1", "relative error vs residual add"),
     ),
@@ -395,7 +395,13 @@ stream_min_l2).
 {% set n = config["numerics"] %}
 N3. Relative error at the last residual add against alpha (log-log), one line per test format
 (median, band p25-p75): a plateau where the stream is residual-dominated, falling once it is
-embedding-dominated. Data: results/numerics/gpt2_errors.csv.
+embedding-dominated. bf16 rises above its plateau near alpha = 0.01 because bf16 also rounds the
+stream at every add: there the branch updates are a few ulps of the embedding-sized stream, so
+each of the 2L adds errs by about u times the stream, and these errors pile up (as the square
+root of the number of adds) on a stream that no longer grows; at large alpha the stream grows
+with depth and dilutes the earlier roundings, and at alpha = 0.001 the updates fall below half
+an ulp, so an add errs by at most the (tiny) update. The emulated m<bits> formats add in float32
+and show no bump. Data: results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N3", "output error vs residual scaling"),
     ),
@@ -429,7 +435,9 @@ sums), against float64 on the same (exactly representable) input. Solid: measure
 evaluation step by step. Left: the bulk condition number (sensitivity of the non-outlier outputs
 relative to their spread) is the same for both norms, yet LayerNorm's bulk error grows with M
 (right): its centred values x_i - mean are of size M/d and are rounded at that size, while
-RMSNorm never subtracts. Data: results/numerics/norms.csv.
+RMSNorm never subtracts. LayerNorm's disadvantage is thus an instability of the algorithm
+(centring rounds at size M/d), not of the problem: the two conditionings are equal. Data:
+results/numerics/norms.csv.
 """,
         labels=_synthetic_labels(
             "N5",

@@ -50,23 +50,36 @@ class Roundoffs:
     u: float
     storage: float
     accumulate: float
+    block: int | None = None  # rounded accumulation: the running sum rounded every `block` terms
 
     @classmethod
     def of(cls, precision: Precision) -> Roundoffs:
+        accumulate = 2.0**-53 if precision.block else _ACCUMULATE_ROUNDOFF[precision.accumulate]
         return cls(
             precision.unit_roundoff,
             unit_roundoff(_STORAGE_BITS[precision.storage]),
-            _ACCUMULATE_ROUNDOFF[precision.accumulate],
+            accumulate,
+            precision.block,
         )
 
     def product(self, inner: int) -> float:
-        """ε_n: a product of inner length n (plus bias) errs by ≤ ε_n·(|W||x| + |b|)."""
-        gamma = inner * self.accumulate / (1 - inner * self.accumulate)
+        """ε_n: a product of inner length n (plus bias) errs by ≤ ε_n·(|W||x| + |b|): one
+        rounding of the output after an accumulation in float32, or ⌈n/k⌉ roundings of the
+        running sum (γ of that many) after float64 partial sums of k terms."""
+        gamma = _gamma(inner, self.accumulate)
+        if self.block:
+            return _gamma(-(-inner // self.block), self.u) * (1 + gamma) + gamma
         return self.u + gamma * (1 + self.u)
 
     def typical(self, inner: int) -> float:
         """ε of a product whose accumulation errors add up like a random walk."""
+        if self.block:
+            return math.sqrt(-(-inner // self.block)) * self.u + math.sqrt(inner) * self.accumulate
         return self.u + math.sqrt(inner) * self.accumulate
+
+
+def _gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u) if n * u < 1 else math.inf
 
 
 @dataclass(frozen=True)

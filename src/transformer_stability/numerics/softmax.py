@@ -15,6 +15,7 @@ import torch
 
 from transformer_stability.numerics.lowp import (
     fl,
+    largest_finite,
     operation_roundoff,
     pairwise_sum,
 )
@@ -49,17 +50,23 @@ def _argument(z: torch.Tensor, shifted: bool) -> torch.Tensor:
     return z - z.amax(dim=-1, keepdim=True) if shifted else z
 
 
-def softmax_lowp(z: torch.Tensor, bits: int, shifted: bool) -> torch.Tensor:
-    """Softmax with the exp argument, each exp, the pairwise sum and the division rounded."""
-    e = fl(fl(_argument(z, shifted), bits).exp(), bits)
-    return fl(e / pairwise_sum(e, bits).unsqueeze(-1), bits)
+def softmax_lowp(
+    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
+) -> torch.Tensor:
+    """Softmax with the exp argument, each exp, the pairwise sum and the division rounded;
+    with `max_exponent` an exp or a sum beyond the format's range overflows to inf (and the
+    row to nan), as unshifted fp16 does for z > 11.09."""
+    e = fl(fl(_argument(z, shifted), bits).exp(), bits, max_exponent)
+    return fl(e / pairwise_sum(e, bits, max_exponent).unsqueeze(-1), bits, max_exponent)
 
 
 # one float64 operation (exp, +, /) is within one ulp of the exact result: relative error 2⁻⁵²
 FLOAT64_ULP = 2.0**-52
 
 
-def softmax_error_bound(z: torch.Tensor, bits: int, shifted: bool) -> torch.Tensor:
+def softmax_error_bound(
+    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
+) -> torch.Tensor:
     """Per-entry bound on |softmax_lowp(z)_i − p_i| for float64 logits z (inf on overflow).
 
     The rounded exponentials are ê_j = E_j(1 + ε_j), |ε_j| ≤ b_j (argument and exp rounding).
@@ -88,14 +95,21 @@ def softmax_error_bound(z: torch.Tensor, bits: int, shifted: bool) -> torch.Tens
     bound = normalisation + summation + division
     # a relative perturbation ≥ 1 of an exponential (or of the sum) leaves the model's range
     lost = (b >= 1).any(dim=-1, keepdim=True) | (b_mean >= 1) | (total >= 1)
-    return torch.where(_outside_exp_range(w, u) | lost, math.inf, bound)
+    # the largest computed partial sum is below Σe^w·max(1 + b)·(1 + u)^depth
+    depth = math.ceil(math.log2(max(z.shape[-1], 2)))
+    largest = torch.logsumexp(w, dim=-1, keepdim=True) + (1 + b).amax(-1, keepdim=True).log()
+    largest = largest + depth * math.log1p(u)
+    overflow = largest >= math.log(largest_finite(bits, max_exponent))
+    outside = _outside_exp_range(w, u, largest_finite(bits, max_exponent))
+    return torch.where(outside | overflow | lost, math.inf, bound)
 
 
-def _outside_exp_range(w: torch.Tensor, u: float) -> torch.Tensor:
-    """Rows where a rounded argument may overflow exp or reach float64's subnormals, where
-    the relative error model of the exponentials no longer holds."""
+def _outside_exp_range(w: torch.Tensor, u: float, largest: float) -> torch.Tensor:
+    """Rows where a rounded argument may overflow exp (in float64 or in the format) or reach
+    float64's subnormals, where the relative error model of the exponentials no longer holds."""
     reach = w * (1 + u)
-    return ((reach >= EXP_OVERFLOW) | (reach <= EXP_SUBNORMAL)).any(dim=-1, keepdim=True)
+    top = min(EXP_OVERFLOW, math.log(largest))
+    return ((reach >= top) | (reach <= EXP_SUBNORMAL)).any(dim=-1, keepdim=True)
 
 
 def pairwise_sum_error_bound(upper: torch.Tensor, u: float) -> torch.Tensor:

@@ -55,8 +55,9 @@ def softmax_table(cfg: dict, seed: int) -> pd.DataFrame:
             )
         for shifted in (False, True):
             mode = "shifted" if shifted else "unshifted"
-            error = (softmax.softmax_lowp(z, bits, shifted) - p).abs()
-            limit = softmax.softmax_error_bound(z, bits, shifted)
+            error = (softmax.softmax_lowp(z, bits, shifted, cfg["max_exponent"]) - p).abs()
+            error = torch.where(torch.isnan(error), math.inf, error)  # an overflowed row
+            limit = softmax.softmax_error_bound(z, bits, shifted, cfg["max_exponent"])
             rows += _sample_rows(base, mode, "max_rel", (error / p).amax(-1), (limit / p).amax(-1))
             rows += _sample_rows(base, mode, "l1_abs", error.sum(-1), limit.sum(-1))
             kappa = softmax.relative_condition(z, p, shifted).amax(-1)
