@@ -365,7 +365,8 @@ sequences; bands: p25-p75 and p01-p99. One panel per model and test format (fp32
 torch dtypes; m<bits> rounds every linear/matmul output to that many mantissa bits), one colour
 per residual scaling alpha (legend). The reference holds exactly the numbers the test format
 stores. For alpha large enough that the stream is residual-dominated the curves coincide; for
-small alpha the stream is embedding-dominated and the error falls. Data: results/numerics/gpt2_errors.csv.
+small alpha the stream is embedding-dominated and the error falls. Data:
+results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N1", "relative error vs residual add"),
     ),
