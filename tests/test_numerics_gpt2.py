@@ -23,6 +23,7 @@ from transformer_stability.numerics.gpt2 import (
     stored_blocks,
 )
 from transformer_stability.numerics.gpt2_runs import run_group, weights_table
+from transformer_stability.numerics.inputs import TextInputError, input_ids
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     activation_lipschitz,
@@ -301,3 +302,39 @@ def test_rounded_accumulation_runs_in_the_forward_and_costs_accuracy(tiny_model)
     last = errors[(errors.metric == "rel_linf") & (errors.checkpoint == 6)].set_index("precision")
     assert last.p50["m7k1"] > 2 * last.p50["m7"]  # 32-term sums rounded at every term
     assert (recursion.bound_rel >= recursion.measured_rel).all()
+
+
+def _word_tokenizer(words: list[str]):
+    """A tiny whitespace/word-level tokenizer, built offline."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(words)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]")
+
+
+def test_text_inputs_are_windows_tokenized_by_the_model_s_own_tokenizer(tmp_path):
+    words = ["[UNK]", "the", "cat", "sat", "on", "mat", "a", "dog"]
+    shape = {"size": "tiny", "layers": 1, "width": 8, "heads": 2, "vocab": 8, "positions": 16}
+    model_dir, bare_dir = tmp_path / "model", tmp_path / "bare"
+    build_gpt2(GPT2Spec(**shape), torch.Generator().manual_seed(0)).save_pretrained(model_dir)
+    build_gpt2(GPT2Spec(**shape), torch.Generator().manual_seed(0)).save_pretrained(bare_dir)
+    _word_tokenizer(words).save_pretrained(model_dir)
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat a dog sat on a cat zebra " * 2, encoding="utf-8")
+    spec = GPT2Spec(**shape, weights="pretrained", source=str(model_dir))
+    inputs = TokenInputs(seq_len=4, sequences=3, batch=3, text=str(text))
+    ids = input_ids(spec, 8, inputs, seed=0)
+    expected = [1, 2, 3, 4, 1, 5, 6, 7, 3, 4, 6, 2]  # 'zebra' would be [UNK] = 0
+    assert ids.tolist() == [expected[:4], expected[4:8], expected[8:]]
+    errors, _ = run_group(build_gpt2(spec, None), spec, 1.0, ("fp32",), inputs, 0, CPU)
+    assert errors.p50.notna().all() and set(errors.checkpoint) == {1, 2}
+    bare = GPT2Spec(**shape, weights="pretrained", source=str(bare_dir), key="numerics.models[1]")
+    with pytest.raises(TextInputError, match=r"numerics\.inputs\.text.*numerics\.models\[1\]"):
+        input_ids(bare, 8, inputs, seed=0)
+    with pytest.raises(TextInputError, match="fewer than"):
+        input_ids(spec, 8, dataclasses.replace(inputs, sequences=10), seed=0)
+    default = input_ids(spec, 8, dataclasses.replace(inputs, text=None), seed=0)
+    assert default.shape == (3, 4)  # synthetic when no text is configured

@@ -26,6 +26,7 @@ from transformer_stability.numerics.gpt2 import (
     residual_stream,
     stored_blocks,
 )
+from transformer_stability.numerics.inputs import input_ids
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     ERROR_METRICS,
@@ -58,12 +59,6 @@ RECURSION_COLUMNS = [
     "amplification_l2",
 ]
 WEIGHT_COLUMNS = ["weights", "model", "block", "quantity", "value"]
-
-
-def token_ids(vocab: int, sequences: int, seq_len: int, seed: int) -> torch.Tensor:
-    """Synthetic token ids, uniform over the vocabulary (the offline default input)."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(vocab, (sequences, seq_len), generator=generator)
 
 
 def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
@@ -199,7 +194,7 @@ def run_group(
     group = [Precision.parse(name) for name in precisions]
     if len({p.storage for p in group}) != 1:
         raise ValueError(f"precisions {list(precisions)} do not share one storage format")
-    ids = token_ids(model.config.vocab_size, inputs.sequences, inputs.seq_len, seed)
+    ids = input_ids(spec, model.config.vocab_size, inputs, seed)
     # the reference's weights: the numbers the group stores, α included
     constants = [
         BlockConstants.of(block.cast(REFERENCE))

@@ -55,12 +55,13 @@ def model_seed(seed: int, name: str) -> int:
 
 @dataclass(frozen=True)
 class TokenInputs:
-    """The synthetic input: `sequences` sequences of `seq_len` uniform token ids, `batch` per
-    forward."""
+    """The input: `sequences` sequences of `seq_len` token ids, `batch` per forward; uniform
+    synthetic ids, or windows of the text file `text` (numerics/inputs.py)."""
 
     seq_len: int
     sequences: int
     batch: int
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,9 @@ def storage_groups(precisions: list[str]) -> list[tuple[str, ...]]:
 def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
     """Every (model, α, storage group), in the order of the gathered tables."""
     cfg = numerics["inputs"]
-    inputs = TokenInputs(seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"])
+    inputs = TokenInputs(
+        seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"], text=cfg["text"]
+    )
     return [
         GroupItem(spec, alpha, group, inputs, seed)
         for spec in model_specs(numerics)
