@@ -306,11 +306,13 @@ def recursion_figure(table: pd.DataFrame) -> Figure:
 
 
 def _amplification_panel(ax, runs: pd.DataFrame, colors: dict) -> None:
+    """Attention adds (solid) and MLP adds (dotted) apart: their constants differ by decades."""
     for alpha, run in runs.groupby("alpha"):
-        run = run.sort_values("checkpoint")
-        ax.plot(run.checkpoint, run.amplification, color=colors[alpha], marker=".", ms=3)
-    ax.set(yscale="log", xlabel="residual add", title="amplification α·ω_k·Lip_k per add")
-    ax.title.set_fontsize(9)
+        for kind, style in (("attn", "-"), ("mlp", ":")):
+            part = run[run.kind == kind].sort_values("checkpoint")
+            ax.plot(part.checkpoint, part.amplification, style, color=colors[alpha], marker=".")
+    ax.set(yscale="log", xlabel="residual add")
+    ax.set_title("amplification α·ω_k·Lip_k (solid: attn, dotted: mlp)", fontsize=9)
 
 
 def _overshoot_panel(ax, runs: pd.DataFrame) -> None:

@@ -207,7 +207,7 @@ def attention_local(c: BlockConstants, radius: float, seq_len: int, eps: Roundof
     qkv, values = eps.product(width + 1), c.w_v * radius + c.b_v
     score = c.score_size(radius)
     logit_error = (2 * qkv + eps.product(c.head_dim) + eps.storage) * score
-    softmax = eps.storage + eps.product(seq_len + 3) + 2 * score * eps.accumulate
+    softmax = eps.storage + _gamma(seq_len + 3, eps.accumulate) + 2 * score * eps.accumulate
     mixed = 2 * c.w_v * radius * logit_error + values * (softmax + qkv + eps.product(seq_len))
     return c.w_o * mixed + eps.product(width + 1) * (c.w_o * values + c.b_o)
 
@@ -237,7 +237,7 @@ def recursion_table(
         if attn:
             sublayer = c.attention_lipschitz(radius)
             local = attention_local(c, radius, dims["seq_len"], eps)
-            spectral = c.typical_attention_gain(row.normed_l2)
+            typical_gain = c.typical_attention_gain(row.normed_l2)
             fresh = [eps.typical(dims["width"] + 1)] * 2 + [
                 eps.typical(c.head_dim),
                 eps.typical(dims["seq_len"]),
@@ -247,12 +247,12 @@ def recursion_table(
         else:
             sublayer = c.w_proj * dims["act_lipschitz"] * c.w_fc
             local = mlp_local(c, radius, dims["act_lipschitz"], eps)
-            spectral = c.rms_ud * dims["act_lipschitz"]
+            typical_gain = c.rms_ud * dims["act_lipschitz"]
             fresh = [eps.typical(dims["width"] + 1), eps.typical(4 * dims["width"] + 1)]
             fresh += [eps.storage, eps.storage]  # GELU, LayerNorm
         local += sublayer * layer_norm_error(radius, row.ln_spread, eps, dims["width"])
         amplification = row.ln_lipschitz * sublayer
-        amplification_l2 = row.ln_lipschitz_l2 * spectral
+        amplification_l2 = row.ln_lipschitz_l2 * typical_gain
         worst = (1 + amplification) * worst + eps.storage * row.stream_linf + local
         typical = math.sqrt(
             (1 + amplification_l2**2) * typical**2
