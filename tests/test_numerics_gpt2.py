@@ -1,6 +1,7 @@
 """Study N GPT-2: the residual-stream forward against Hugging Face, α scaling, loading, metrics."""
 
 import copy
+import dataclasses
 import math
 
 import huggingface_hub.constants
@@ -8,9 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.func import jacrev
 
 from transformer_stability.numerics.gpt2 import (
     ModelSourceError,
+    _attention,
+    _layer_norm,
+    _mlp,
     build_gpt2,
     embed,
     logits,
@@ -18,13 +23,17 @@ from transformer_stability.numerics.gpt2 import (
     stored_blocks,
 )
 from transformer_stability.numerics.gpt2_runs import run_group, weights_table
+from transformer_stability.numerics.inputs import TextInputError, input_ids
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
+    activation_lipschitz,
     inf_norm,
+    layer_norm_statistics,
     quantiles,
     token_errors,
     weight_magnitudes,
 )
+from transformer_stability.numerics.recursion import BlockConstants
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import GPT2Spec
 
@@ -186,7 +195,7 @@ def test_run_tables_recursion_bound_and_alpha_regimes(tiny_model):
     }
     assert errors.checkpoint.max() == 6 and set(errors.kind) == {"attn", "mlp"}
     assert (errors[["p01", "p25", "p50", "p75", "p99"]].diff(axis=1).iloc[:, 1:] >= 0).all().all()
-    assert (recursion.bound >= recursion.measured).all()
+    assert (recursion.bound_rel >= recursion.measured_rel).all()
     assert set(weights.quantity) == {"omega_ov", "omega_ud", "omega_kq"}
     stream = errors[(errors.metric == "stream_median_l2") & (errors.precision == "fp32")]
     last = stream[stream.checkpoint == 6].set_index("alpha").p50
@@ -211,3 +220,121 @@ def test_a_group_must_share_one_storage_format(tiny_model):
     inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
     with pytest.raises(ValueError, match="share one storage format"):
         run_group(tiny_model, TINY, 1.0, ("fp32", "bf16"), inputs, 0, CPU)
+
+
+def _one_block(heads: int, sharpen: float, alpha: float = 1.0):
+    """A 1-block float64 GPT-2 (width 8) with W_Q and W_K scaled by `sharpen`, and an embedded
+    input."""
+    spec = GPT2Spec(size="tiny", layers=1, width=8, heads=heads, vocab=97, positions=64)
+    model = build_gpt2(spec, torch.Generator().manual_seed(0))
+    (block,) = stored_blocks(model, FP64, alpha, CPU)
+    weight = block.qkv[0].clone()
+    weight[:, :16] *= sharpen
+    block = dataclasses.replace(block, qkv=(weight, block.qkv[1]))
+    ids = torch.randint(97, (1, 5), generator=torch.Generator().manual_seed(1))
+    return model, block, embed(model, ids).double()
+
+
+def _exact_inf(f, x: torch.Tensor) -> float:
+    """‖∂f/∂x‖∞ over all tokens jointly: the exact first-order worst-case gain."""
+    full = jacrev(f)(x).reshape(x.numel(), x.numel())
+    return full.abs().sum(dim=1).max().item()
+
+
+def _branch_gain(branch, ln, block, h: torch.Tensor) -> float:
+    """Exact ‖∂/∂h of branch(LN(h))‖∞ of one residual branch."""
+    return _exact_inf(lambda x: branch(_layer_norm(x, ln, block.eps), block, FP64), h)
+
+
+@pytest.mark.parametrize("sharpen", [4.0, 8.0])
+def test_attention_lipschitz_needs_the_score_path(sharpen):
+    # with sharper logits the exact gain exceeds the value path's ω_OV: a bound that freezes
+    # the attention pattern would fail here
+    _, block, h = _one_block(heads=1, sharpen=sharpen)
+    y = _layer_norm(h, block.ln_1, block.eps)
+    exact = _exact_inf(lambda x: _attention(x, block, FP64), y)
+    constants = BlockConstants.of(block)
+    assert constants.w_o * constants.w_v < exact
+    assert exact <= constants.attention_lipschitz(y.abs().max().item())
+
+
+@pytest.mark.parametrize("alpha", [0.01, 1.0, 100.0])
+def test_amplification_bounds_the_exact_first_order_gain_of_a_residual_add(alpha):
+    model, block, h = _one_block(heads=2, sharpen=3.0, alpha=alpha)
+    constants = BlockConstants.of(block)
+    for kind, ln, branch, sublayer in [
+        ("attn", block.ln_1, _attention, constants.attention_lipschitz),
+        (
+            "mlp",
+            block.ln_2,
+            _mlp,
+            lambda r: constants.w_proj * activation_lipschitz(block.act) * constants.w_fc,
+        ),
+    ]:
+        exact = _branch_gain(branch, ln, block, h)
+        radius = _layer_norm(h, ln, block.eps).abs().max().item()
+        lipschitz = layer_norm_statistics(h, ln[0], block.eps)["ln_lipschitz"].max().item()
+        assert exact <= lipschitz * sublayer(radius), kind
+        at_one = _branch_gain(branch, ln, _one_block(heads=2, sharpen=3.0)[1], h)
+        # the branch, and so its amplification, carries α (α·W is rounded to float32 once)
+        assert exact == pytest.approx(alpha * at_one, rel=1e-6), kind
+
+
+def test_recursion_collapses_under_alpha_and_the_typical_estimate_sizes_the_first_add(tiny_model):
+    inputs = TokenInputs(seq_len=24, sequences=4, batch=2)
+    _, recursion = _run_tables(
+        tiny_model, (1e-3, 10.0, 100.0), [("fp32", "m10"), ("bf16",)], inputs
+    )
+    assert (recursion.bound_rel >= recursion.measured_rel).all()
+    first = recursion[recursion.checkpoint == 1]
+    ratio = first.typical_rel_l2 / first.measured_rel_l2
+    assert ratio.between(1, 30).all(), ratio  # each format's own u, every rounding counted
+    last = recursion[(recursion.checkpoint == 6) & (recursion.precision == "fp32")]
+    amplification = last.set_index("alpha").amplification
+    # residual-dominated: the per-step amplification does not depend on α
+    assert amplification[100.0] == pytest.approx(amplification[10.0], rel=0.2)
+    assert amplification[1e-3] < amplification[10.0] / 100  # embedding-dominated: ∝ α
+
+
+def test_rounded_accumulation_runs_in_the_forward_and_costs_accuracy(tiny_model):
+    inputs = TokenInputs(seq_len=8, sequences=2, batch=2)
+    errors, recursion = _run_tables(tiny_model, (1.0,), [("m7", "m7k1")], inputs)
+    last = errors[(errors.metric == "rel_linf") & (errors.checkpoint == 6)].set_index("precision")
+    assert last.p50["m7k1"] > 2 * last.p50["m7"]  # 32-term sums rounded at every term
+    assert (recursion.bound_rel >= recursion.measured_rel).all()
+
+
+def _word_tokenizer(words: list[str]):
+    """A tiny whitespace/word-level tokenizer, built offline."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(words)}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]")
+
+
+def test_text_inputs_are_windows_tokenized_by_the_model_s_own_tokenizer(tmp_path):
+    words = ["[UNK]", "the", "cat", "sat", "on", "mat", "a", "dog"]
+    shape = {"size": "tiny", "layers": 1, "width": 8, "heads": 2, "vocab": 8, "positions": 16}
+    model_dir, bare_dir = tmp_path / "model", tmp_path / "bare"
+    build_gpt2(GPT2Spec(**shape), torch.Generator().manual_seed(0)).save_pretrained(model_dir)
+    build_gpt2(GPT2Spec(**shape), torch.Generator().manual_seed(0)).save_pretrained(bare_dir)
+    _word_tokenizer(words).save_pretrained(model_dir)
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat a dog sat on a cat zebra " * 2, encoding="utf-8")
+    spec = GPT2Spec(**shape, weights="pretrained", source=str(model_dir))
+    inputs = TokenInputs(seq_len=4, sequences=3, batch=3, text=str(text))
+    ids = input_ids(spec, 8, inputs, seed=0)
+    expected = [1, 2, 3, 4, 1, 5, 6, 7, 3, 4, 6, 2]  # 'zebra' would be [UNK] = 0
+    assert ids.tolist() == [expected[:4], expected[4:8], expected[8:]]
+    errors, _ = run_group(build_gpt2(spec, None), spec, 1.0, ("fp32",), inputs, 0, CPU)
+    assert errors.p50.notna().all() and set(errors.checkpoint) == {1, 2}
+    bare = GPT2Spec(**shape, weights="pretrained", source=str(bare_dir), key="numerics.models[1]")
+    with pytest.raises(TextInputError, match=r"numerics\.inputs\.text.*numerics\.models\[1\]"):
+        input_ids(bare, 8, inputs, seed=0)
+    with pytest.raises(TextInputError, match="fewer than"):
+        input_ids(spec, 8, dataclasses.replace(inputs, sequences=10), seed=0)
+    default = input_ids(spec, 8, dataclasses.replace(inputs, text=None), seed=0)
+    assert default.shape == (3, 4)  # synthetic when no text is configured

@@ -95,3 +95,42 @@ def test_matmul_accumulates_in_float32_and_rounds_once():
     out = m7.linear(a, b, bias)
     assert out.dtype == torch.float32
     assert torch.equal(out, round_mantissa(torch.addmm(bias, a, b), 7))
+
+
+def _scalar_blocked(a, b, bias, bits: int, block: int) -> list[list[float]]:
+    """The rounded accumulation one scalar at a time: Python floats are float64."""
+    rows, inner, cols = len(a), len(b), len(b[0])
+    out = []
+    for r in range(rows):
+        out.append([])
+        for c in range(cols):
+            total = 0.0 if bias is None else bias[c]
+            for start in range(0, inner, block):
+                partial = 0.0
+                for i in range(start, min(start + block, inner)):
+                    partial += a[r][i] * b[i][c]
+                total = round_mantissa(torch.tensor([total + partial], dtype=torch.float64), bits)
+                total = total.item()
+            out[-1].append(total)
+    return out
+
+
+@pytest.mark.parametrize("block", [1, 3, 8])
+@pytest.mark.parametrize("bits", [4, 10])
+def test_blocked_accumulation_is_bit_exact_against_a_scalar_loop(bits, block):
+    generator = torch.Generator().manual_seed(bits * 10 + block)
+    precision = Precision.parse(f"m{bits}k{block}")
+    a = round_mantissa(torch.randn(3, 10, generator=generator), bits)
+    b = round_mantissa(torch.randn(10, 4, generator=generator) * 7, bits)
+    bias = round_mantissa(torch.randn(4, generator=generator), bits)
+    got = precision.linear(a, b, bias)
+    want = torch.tensor(_scalar_blocked(a.tolist(), b.tolist(), bias.tolist(), bits, block))
+    assert torch.equal(got, want.to(torch.float32))
+    product = precision.matmul(a, b)
+    want = torch.tensor(_scalar_blocked(a.tolist(), b.tolist(), None, bits, block))
+    assert torch.equal(product, want.to(torch.float32))
+    # rounding inside the accumulation costs accuracy that one final rounding does not
+    if block == 1:
+        once = Precision.parse(f"m{bits}").matmul(a, b).double()
+        exact = a.double() @ b.double()
+        assert (product.double() - exact).abs().sum() > (once - exact).abs().sum()

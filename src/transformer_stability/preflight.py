@@ -83,4 +83,10 @@ def input_errors(config: dict[str, Any]) -> list[str]:
         for index, entry in enumerate(config["numerics"]["models"]):
             if entry["weights"] == "pretrained":
                 errors += _pretrained_errors(f"numerics.models[{index}]", entry)
+        text = config["numerics"]["inputs"]["text"]
+        if text is not None and not Path(text).is_file():
+            errors.append(
+                f"config key 'numerics.inputs.text': no file {text!r}; point it at a UTF-8 text "
+                "file, or set it to null for synthetic tokens"
+            )
     return errors

@@ -23,6 +23,7 @@ NUMERICS_WEIGHTS = sweep(
 rule numerics_gpt2:
     input:
         sources=code("numerics_gpt2.py"),
+        text=config["numerics"]["inputs"]["text"] or [],
     output:
         errors="results/numerics/items/gpt2/{chunk}_errors.csv",
         recursion="results/numerics/items/gpt2/{chunk}_recursion.csv",

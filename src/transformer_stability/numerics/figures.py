@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
+from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import numerics_model_name
 from transformer_stability.plotting import FigureSpec, set_style
 from transformer_stability.vocabulary import (
@@ -17,13 +20,17 @@ from transformer_stability.vocabulary import (
 )
 
 
-def _alpha_colors(alphas) -> tuple[dict, plt.cm.ScalarMappable]:
+def _alpha_colors(alphas) -> dict:
+    """One discrete colour per residual scaling α (few values: a legend, not a colour bar)."""
     alphas = sorted(set(alphas))
-    norm = LogNorm(min(alphas), max(alphas)) if len(alphas) > 1 else None
-    mappable = plt.cm.ScalarMappable(norm=norm, cmap=ALPHA_CMAP)
-    if norm is None:
-        return {alphas[0]: plt.get_cmap(ALPHA_CMAP)(0.5)}, mappable
-    return {a: mappable.to_rgba(a) for a in alphas}, mappable
+    cmap = plt.get_cmap(ALPHA_CMAP)
+    spots = [0.5] if len(alphas) == 1 else [0.9 * i / (len(alphas) - 1) for i in range(len(alphas))]
+    return {a: cmap(x) for a, x in zip(alphas, spots, strict=True)}
+
+
+def _alpha_legend(fig: Figure, colors: dict) -> None:
+    handles = [Line2D([], [], color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
+    fig.legend(handles=handles, loc="outside right center", fontsize=8, title="residual scaling")
 
 
 def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, sharey="row"):
@@ -40,29 +47,32 @@ def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, share
 
 
 def errors_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
-    """N1: relative error along the residual adds; p50 line, p25–p75 and p01–p99 bands."""
+    """N1: relative error along the residual adds in units of each format's own u; p50 line,
+    p25–p75 and p01–p99 bands."""
     set_style()
     data = table[table.metric == metric]
     models, precisions = sorted(data.model.unique()), list(dict.fromkeys(data.precision))
-    colors, mappable = _alpha_colors(data.alpha)
+    colors = _alpha_colors(data.alpha)
     fig, axes = _grid(models, precisions)
     for (r, model), (c, precision) in _pairs(models, precisions):
         ax = axes[r, c]
+        u = format_unit_roundoff(precision)
         for alpha, run in data[(data.model == model) & (data.precision == precision)].groupby(
             "alpha"
         ):
             run = run.sort_values("checkpoint")
             k = run.checkpoint
-            ax.fill_between(k, run.p01, run.p99, color=colors[alpha], alpha=0.08, lw=0)
-            ax.fill_between(k, run.p25, run.p75, color=colors[alpha], alpha=0.25, lw=0)
-            ax.plot(k, run.p50, color=colors[alpha], lw=1.3)
+            ax.fill_between(k, run.p01 / u, run.p99 / u, color=colors[alpha], alpha=0.08, lw=0)
+            ax.fill_between(k, run.p25 / u, run.p75 / u, color=colors[alpha], alpha=0.25, lw=0)
+            ax.plot(k, run.p50 / u, color=colors[alpha], lw=1.3)
         ax.set_yscale("log")
-        ax.set_title(f"{model}, {precision}", fontsize=9)
+        ax.set_title(f"{model}, {precision} (u = 2^{math.log2(u):.0f})", fontsize=9)
         if r == len(models) - 1:
             ax.set_xlabel("residual add (attn, mlp, ...)")
         if c == 0:
-            ax.set_ylabel(f"{metric}  ‖Δ_t‖∞ / ‖h_t‖∞" if metric == "rel_linf" else metric)
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+            label = "‖Δ_t‖∞ / ‖h_t‖∞" if metric == "rel_linf" else metric
+            ax.set_ylabel(f"{label}  [units of u]")
+    _alpha_legend(fig, colors)
     return fig
 
 
@@ -76,7 +86,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
     data = table[table.metric.isin(["stream_median_l2", "stream_min_l2"])]
     data = data[data.precision == data.precision.iloc[0]]  # the reference holds the stream
     models = sorted(data.model.unique())
-    colors, mappable = _alpha_colors(data.alpha)
+    colors = _alpha_colors(data.alpha)
     fig, axes = _grid(models, ["stream_median_l2", "stream_min_l2"], width=4.2)
     for (r, model), (c, metric) in _pairs(models, ["stream_median_l2", "stream_min_l2"]):
         ax = axes[r, c]
@@ -89,7 +99,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
         ax.set_title(f"{model}: {label} ‖h_t‖₂ (median over sequences)", fontsize=9)
         ax.set_xlabel("residual add")
     axes[0, 0].set_ylabel("stream size ‖h_t‖₂")
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    _alpha_legend(fig, colors)
     return fig
 
 
@@ -126,10 +136,9 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     for ax, quantity in zip(axes, quantities, strict=True):
         for model, run in table[table.quantity == quantity].groupby("model"):
             ax.plot(run.block, run.value, marker="o", ms=3, label=model)
-        values = table.loc[table.quantity == quantity, "value"]
-        # log only when models differ by more than a decade (random vs pretrained)
-        ax.set(yscale="log" if values.max() > 10 * values.min() else "linear")
-        ax.set(xlabel="block", title=OMEGA_LABELS[quantity])
+        # log: seed noise of a few percent must not look like structure next to the decades
+        # between random and pretrained weights
+        ax.set(yscale="log", xlabel="block", title=OMEGA_LABELS[quantity])
         ax.legend(fontsize=8)
     return fig
 
@@ -231,24 +240,28 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
 
 
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
-    """N7: Lipschitz estimates of self-attention and both bounds against length n."""
+    """N7: Lipschitz estimates of self-attention at random inputs and the worst found over the
+    R-ball, with the bounds over the ball, against length n."""
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     titles = {
-        "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2(1−p_max²)ω_KQ R²)"),
-        "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n"),
+        "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
+        "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
     }
     for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
         data = table[table.norm == norm]
         if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
             ax.set_title(f"{title}: not in this table")
             continue
-        stats = data.groupby("seq_len")[["estimate", "bound"]].median().reset_index()
+        stats = data.groupby("seq_len")[["estimate", "worst", "ball_bound"]].median()
+        stats = stats.reset_index()
         ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
-        ax.plot(
-            stats.seq_len, stats.estimate, "o-", color="tab:blue", label="power-iteration estimate"
-        )
-        ax.plot(stats.seq_len, stats.bound, "s--", color="tab:red", label=bound_label)
+        ax.plot(stats.seq_len, stats.estimate, "o-", color="tab:blue", label="random inputs")
+        found = data.dropna(subset=["worst"])
+        if not found.empty:
+            worst = found.groupby("seq_len").worst.max().reset_index()
+            ax.plot(worst.seq_len, worst.worst, "^-", color="tab:orange", label="worst found")
+        ax.plot(stats.seq_len, stats.ball_bound, "s--", color="tab:red", label=bound_label)
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("local Lipschitz constant")
@@ -256,36 +269,61 @@ def lipschitz_figure(table: pd.DataFrame) -> Figure:
 
 
 def recursion_figure(table: pd.DataFrame) -> Figure:
-    """N8: first-order worst-case bound vs measured max error along depth, per precision; the
-    last column shows the per-step growth factor 1 + α·ω_k·Lip_k, which no longer depends on α
-    once the stream is residual-dominated."""
+    """N8: the relative-error recursion per residual add. Per format: the largest measured
+    relative error in units of u (solid) and the typical-case estimate (dashed), one colour per
+    α; the per-step amplification α·ω_k·Lip_k per α (it collapses once the stream is
+    residual-dominated); the worst-case bound's overshoot at the last add against α."""
     set_style()
     models, precisions = sorted(table.model.unique()), list(dict.fromkeys(table.precision))
-    colors, mappable = _alpha_colors(table.alpha)
-    fig, axes = _grid(models, [*precisions, "growth"], width=3.4, sharey=False)
-    for (r, model), (c, precision) in _pairs(models, [*precisions, "growth"]):
-        ax = axes[r, c]
-        chosen = precisions[0] if precision == "growth" else precision
-        subset = table[(table.model == model) & (table.precision == chosen)]
-        for alpha, run in subset.groupby("alpha"):
-            run = run.sort_values("checkpoint")
-            if precision == "growth":
-                ax.plot(run.checkpoint, run.growth, color=colors[alpha], marker=".", ms=3)
-                continue
-            ax.plot(run.checkpoint, run.measured, color=colors[alpha], lw=1.3)
-            ax.plot(run.checkpoint, run.bound, color=colors[alpha], lw=1, ls="--")
-        ax.set_yscale("log")
-        ax.set_title(
-            "growth 1 + α·ω·Lip per add" if precision == "growth" else f"{model}, {precision}",
-            fontsize=9,
-        )
-        if r == len(models) - 1:
-            ax.set_xlabel("residual add")
-        if c == 0:
-            ax.set_ylabel("max_t ‖Δ_t‖∞")
-    fig.suptitle("solid: measured error, dashed: first-order worst-case bound", fontsize=9)
-    fig.colorbar(mappable, ax=axes, label="residual scaling α", shrink=0.8)
+    colors = _alpha_colors(table.alpha)
+    columns = [*precisions, "amplification", "overshoot"]
+    fig, axes = plt.subplots(
+        len(models),
+        len(columns),
+        figsize=(3.3 * len(columns), 3.0 * len(models)),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    for r, model in enumerate(models):
+        runs = table[table.model == model]
+        for c, precision in enumerate(precisions):
+            ax = axes[r, c]
+            for alpha, run in runs[runs.precision == precision].groupby("alpha"):
+                run = run.sort_values("checkpoint")
+                u = run.unit_roundoff
+                ax.plot(run.checkpoint, run.measured_rel / u, color=colors[alpha], lw=1.3)
+                ax.plot(run.checkpoint, run.typical_rel_l2 / u, color=colors[alpha], ls="--")
+            ax.set(yscale="log", title=f"{model}, {precision}", xlabel="residual add")
+            ax.title.set_fontsize(9)
+        axes[r, 0].set_ylabel("max_t relative error [units of u]")
+        _amplification_panel(axes[r, -2], runs[runs.precision == precisions[0]], colors)
+        _overshoot_panel(axes[r, -1], runs)
+    _alpha_legend(fig, colors)
+    fig.suptitle(
+        "solid: measured max_t ‖Δ_t‖∞/‖h_t‖∞; dashed: typical-case estimate (2-norm)", fontsize=9
+    )
     return fig
+
+
+def _amplification_panel(ax, runs: pd.DataFrame, colors: dict) -> None:
+    """Attention adds (solid) and MLP adds (dotted) apart: their constants differ by decades."""
+    for alpha, run in runs.groupby("alpha"):
+        for kind, style in (("attn", "-"), ("mlp", ":")):
+            part = run[run.kind == kind].sort_values("checkpoint")
+            ax.plot(part.checkpoint, part.amplification, style, color=colors[alpha], marker=".")
+    ax.set(yscale="log", xlabel="residual add")
+    ax.set_title("amplification α·ω_k·Lip_k (solid: attn, dotted: mlp)", fontsize=9)
+
+
+def _overshoot_panel(ax, runs: pd.DataFrame) -> None:
+    last = runs[runs.checkpoint == runs.checkpoint.max()]
+    for precision, run in last.groupby("precision", sort=False):
+        run = run.sort_values("alpha")
+        (line,) = ax.plot(run.alpha, run.bound_rel / run.measured_rel, "o-", ms=3, label=precision)
+        ax.plot(run.alpha, run.typical_rel_l2 / run.measured_rel_l2, "--", color=line.get_color())
+    ax.set(xscale="log", yscale="log", xlabel="residual scaling α")
+    ax.set_title("overshoot at the last add: bound / measured", fontsize=9)
+    ax.legend(fontsize=7, title="solid: worst case, dashed: typical", title_fontsize=7)
 
 
 # --- the registry's declarations of Study N's figures (see transformer_stability/registry.py) ---
@@ -322,13 +360,15 @@ FIGURES = (
         caption="""\
 {% set n = config["numerics"] %}
 N1. Relative error rel_linf = max-norm of (test - reference) over the max-norm of the float64
-reference stream, per token, after every residual add of GPT-2 ({{ n["inputs"]["sequences"] }}
+reference stream, per token, in units of each format's own unit roundoff u (fp32 2^-24, bf16
+2^-8, m<bits> 2^-(bits+1)), after every residual add of GPT-2 ({{ n["inputs"]["sequences"] }}
 sequences of {{ n["inputs"]["seq_len"] }} synthetic tokens). Line: median over tokens and
 sequences; bands: p25-p75 and p01-p99. One panel per model and test format (fp32/bf16/fp16 are
 torch dtypes; m<bits> rounds every linear/matmul output to that many mantissa bits), one colour
-per residual scaling alpha. The reference holds exactly the numbers the test format stores. For
-alpha large enough that the stream is residual-dominated the curves coincide; for small alpha
-the stream is embedding-dominated and the error falls. Data: results/numerics/gpt2_errors.csv.
+per residual scaling alpha (legend). The reference holds exactly the numbers the test format
+stores. For alpha large enough that the stream is residual-dominated the curves coincide; for
+small alpha the stream is embedding-dominated and the error falls. Data:
+results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N1", "relative error vs residual add"),
     ),
@@ -358,7 +398,13 @@ stream_min_l2).
 {% set n = config["numerics"] %}
 N3. Relative error at the last residual add against alpha (log-log), one line per test format
 (median, band p25-p75): a plateau where the stream is residual-dominated, falling once it is
-embedding-dominated. Data: results/numerics/gpt2_errors.csv.
+embedding-dominated. bf16 rises above its plateau near alpha = 0.01 because bf16 also rounds the
+stream at every add: there the branch updates are a few ulps of the embedding-sized stream, so
+each of the 2L adds errs by about u times the stream, and these errors pile up (as the square
+root of the number of adds) on a stream that no longer grows; at large alpha the stream grows
+with depth and dilutes the earlier roundings, and at alpha = 0.001 the updates fall below half
+an ulp, so an add errs by at most the (tiny) update. The emulated m<bits> formats add in float32
+and show no bump. Data: results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N3", "output error vs residual scaling"),
     ),
@@ -392,7 +438,9 @@ sums), against float64 on the same (exactly representable) input. Solid: measure
 evaluation step by step. Left: the bulk condition number (sensitivity of the non-outlier outputs
 relative to their spread) is the same for both norms, yet LayerNorm's bulk error grows with M
 (right): its centred values x_i - mean are of size M/d and are rounded at that size, while
-RMSNorm never subtracts. Data: results/numerics/norms.csv.
+RMSNorm never subtracts. LayerNorm's disadvantage is thus an instability of the algorithm
+(centring rounds at size M/d), not of the problem: the two conditionings are equal. Data:
+results/numerics/norms.csv.
 """,
         labels=_synthetic_labels(
             "N5",
@@ -412,7 +460,9 @@ N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Le
 of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
 of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
 errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
-bits, unshifted vs shifted (exp of z - max z), with the bounds (dashed). Right: the largest
+bits, unshifted vs shifted (exp of z - max z), with the rigorous bounds (dashed), which keep the
+correlation of the sink's rounded exponential in numerator and sum and so fall with 1 - p_max
+like the error (a few times above it). Right: the largest
 componentwise relative error against a common logit offset at p_max =
 {{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
 shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
@@ -432,12 +482,16 @@ shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
         caption="""\
 {% set n = config["numerics"] %}
 N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
-weights N(0, 1/d), inputs uniform in [-R, R], R = {{ n["lipschitz"]["radius"] }}) against the
-sequence length n. Left: token-wise max-norm, estimated by the max-norm power method
-(Jacobian-vector and vector-Jacobian products), with the bound omega_OV (1 + 2(1 - p_max^2)
-omega_KQ R^2), which does not grow with n. Right: Euclidean norm, power iteration on J^T J, with
-a classical bound that grows as sqrt(n). Dots: single draws; line: median. Data:
-results/numerics/lipschitz.csv.
+weights N(0, 1/d), inputs in the ball max abs(x) <= R = {{ n["lipschitz"]["radius"] }}) against the
+sequence length n. Blue: at inputs uniform in [-R, R] (dots: single draws; line: median).
+Orange: the worst found by projected sign-gradient ascent over the ball
+({{ n["lipschitz"]["search"]["restarts"] }} starts, {{ n["lipschitz"]["search"]["steps"] }}
+steps, first {{ n["lipschitz"]["search"]["samples"] }} draw(s) per n), a lower bound of the
+supremum. Left: token-wise max-norm (max-norm power method, Jacobian-vector and
+vector-Jacobian products) with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball, which does
+not grow with n. Right: Euclidean norm (power iteration on J^T J) with the classical bound over
+the ball, which grows as sqrt(n). Ratios worst/bound and worst/random per draw: columns
+worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
 """,
         labels=_synthetic_labels(
             "N7", "attention Lipschitz constant vs length", lambda config: "float64"
@@ -451,13 +505,17 @@ results/numerics/lipschitz.csv.
         plot=recursion_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N8. The first-order error recursion e_k = (1 + alpha omega_k Lip_k) e_(k-1) + r_k evaluated on
-the GPT-2 runs (worst case over tokens: Lip_k bounds the max-norm Lipschitz constant of the
-LayerNorm, times GELU's for the MLP; r_k = u max abs(h_k) + alpha n u omega_k max
-abs(LN(h_(k-1)))) next to the measured largest error. Worst-case max-norm factors compound over
-depth, so the bound is loose by many orders of magnitude; the right panel shows the per-step
-growth factor, which stops depending on alpha once the stream is residual-dominated. Data:
-results/numerics/gpt2_recursion.csv.
+N8. The error recursion along the residual adds, carried relative to the stream size. Left
+panels, per test format and alpha: the largest measured relative error max_t of the max-norm
+of (test - reference) over that of h_t, in units of the format's own u (solid), and the
+typical-case estimate (dashed: 2-norm constants, fresh roundings added in quadrature).
+Amplification panel: the per-step factor alpha omega_k Lip_k of the worst-case recursion
+e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s max abs(h_k) + l_k, whose attention constant
+includes the score path through omega_KQ (a worst-case bound, first order in u); Lip_k carries
+LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the stream is residual-dominated and
+separate (proportional to alpha) while it is embedding-dominated. Right: how far the worst-case
+bound (solid) and the typical estimate (dashed) lie above the measured error at the last add.
+Data: results/numerics/gpt2_recursion.csv.
 """,
         labels=_gpt2_labels("N8", "error recursion bound vs measured"),
     ),

@@ -26,17 +26,19 @@ from transformer_stability.numerics.gpt2 import (
     residual_stream,
     stored_blocks,
 )
+from transformer_stability.numerics.inputs import input_ids
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     ERROR_METRICS,
     QUANTILES,
     activation_lipschitz,
-    layer_norm_lipschitz,
+    layer_norm_statistics,
     quantiles,
     stream_sizes,
     token_errors,
     weight_magnitudes,
 )
+from transformer_stability.numerics.recursion import BlockConstants, recursion_table
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import GPT2Spec
 
@@ -44,14 +46,19 @@ log = logging.getLogger(__name__)
 REFERENCE = Precision.parse("fp64")
 RUN_COLUMNS = ["weights", "model", "precision", "alpha", "checkpoint", "kind"]
 ERROR_COLUMNS = [*RUN_COLUMNS, "metric", *QUANTILES]
-RECURSION_COLUMNS = [*RUN_COLUMNS, "measured", "bound", "growth", "local"]
+RECURSION_COLUMNS = [
+    *RUN_COLUMNS,
+    "unit_roundoff",
+    "measured",
+    "bound",
+    "measured_rel",
+    "bound_rel",
+    "measured_rel_l2",
+    "typical_rel_l2",
+    "amplification",
+    "amplification_l2",
+]
 WEIGHT_COLUMNS = ["weights", "model", "block", "quantity", "value"]
-
-
-def token_ids(vocab: int, sequences: int, seq_len: int, seed: int) -> torch.Tensor:
-    """Synthetic token ids, uniform over the vocabulary (the offline default input)."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(vocab, (sequences, seq_len), generator=generator)
 
 
 def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
@@ -87,13 +94,20 @@ class _Accumulator:
 def _reference_statistics(
     ref: ResidualAdd, previous: torch.Tensor, block: BlockWeights
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Stream sizes (N2) and the recursion's per-token inputs: they depend on the float64
-    reference alone, so one computation serves every format of a group."""
+    """Stream sizes (N2) and the recursions' per-token inputs (their maxima over tokens are
+    kept): they depend on the float64 reference alone, so one computation serves every format
+    of a group."""
     gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
+    norm_l2 = ref.stream.norm(dim=-1)
     worst = {
-        "ln_lipschitz": layer_norm_lipschitz(previous, gain, block.eps),
+        **layer_norm_statistics(previous, gain, block.eps),
         "stream_linf": ref.stream.abs().amax(dim=-1),
+        "stream_l2": norm_l2,
+        "inv_stream_linf": 1 / ref.stream.abs().amax(dim=-1),
+        "inv_stream_l2": 1 / norm_l2,
         "normed_linf": ref.normed.abs().amax(dim=-1),
+        "normed_l2": ref.normed.norm(dim=-1),
+        "branch_l2": (ref.stream - previous).norm(dim=-1),
     }
     return stream_sizes(ref.stream), worst
 
@@ -112,6 +126,9 @@ def _observe(
     for name, values in sizes.items():
         acc.add(key, name, values)
     acc.worst(key, "measured", errors["abs_linf"])
+    acc.worst(key, "measured_rel", errors["rel_linf"])
+    delta = test.stream.to(torch.float64) - ref.stream
+    acc.worst(key, "measured_rel_l2", delta.norm(dim=-1) * worst["inv_stream_l2"])
     for name, values in worst.items():
         acc.worst(key, name, values)
 
@@ -144,42 +161,12 @@ def _run_group(
     return accs
 
 
-def recursion_bound(
-    maxima: pd.DataFrame, omegas: pd.DataFrame, alpha: float, precision: Precision, dims: dict
-) -> pd.DataFrame:
-    """The first-order error recursion along the residual adds, worst case over tokens.
-
-    e_k = (1 + α·ω_k·Lip_k)·e_{k−1} + r_k with Lip_k the LayerNorm (× activation) Lipschitz
-    bound ∝ c/σ(h_{k−1}) and r_k = u‖h_k‖∞ + α·γ_n·ω_k·‖LN(h_{k−1})‖∞, γ_n = n·u, n the
-    sublayer's longest inner product. ω_k is ω_OV after attention and ω_UD after the MLP. A
-    form r_k ≲ u(‖h‖ + αγ_nω‖LN(h)‖) would count u twice: γ_n already carries it. The
-    recursion freezes the attention pattern (no ω_KQ term); see docs/numerics.md.
-    """
-    u = precision.unit_roundoff
-    bound, rows = 0.0, []
-    for row in maxima.sort_values("checkpoint").itertuples():
-        block = (row.checkpoint - 1) // 2
-        attn = row.kind == "attn"
-        omega = omegas.loc[block, "omega_ov" if attn else "omega_ud"]
-        lipschitz = row.ln_lipschitz * (1.0 if attn else dims["act_lipschitz"])
-        inner = max(dims["width"], dims["seq_len"]) if attn else 4 * dims["width"]
-        local = u * row.stream_linf + alpha * inner * u * omega * row.normed_linf
-        bound = (1 + alpha * omega * lipschitz) * bound + local
-        rows.append(
-            {
-                "checkpoint": row.checkpoint,
-                "kind": row.kind,
-                "measured": row.measured,
-                "bound": bound,
-                "growth": 1 + alpha * omega * lipschitz,
-                "local": local,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _group_tables(
-    accs: dict[str, _Accumulator], group: list[Precision], alpha: float, omegas, dims: dict
+    accs: dict[str, _Accumulator],
+    group: list[Precision],
+    alpha: float,
+    constants: list[BlockConstants],
+    dims: dict,
 ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     errors, recursion = [], []
     for precision in group:
@@ -188,7 +175,8 @@ def _group_tables(
         errors.append(pd.DataFrame(acc.quantile_rows()).assign(**labels))
         maxima = pd.Series(acc.maxima).unstack()
         maxima = maxima.rename_axis(["checkpoint", "kind"]).reset_index()
-        recursion.append(recursion_bound(maxima, omegas, alpha, precision, dims).assign(**labels))
+        table = recursion_table(maxima, constants, precision, dims)
+        recursion.append(table.assign(**labels))
     return errors, recursion
 
 
@@ -206,9 +194,12 @@ def run_group(
     group = [Precision.parse(name) for name in precisions]
     if len({p.storage for p in group}) != 1:
         raise ValueError(f"precisions {list(precisions)} do not share one storage format")
-    ids = token_ids(model.config.vocab_size, inputs.sequences, inputs.seq_len, seed)
-    weights = weights_table(model, spec)
-    omegas = weights.pivot(index="block", columns="quantity", values="value")
+    ids = input_ids(spec, model.config.vocab_size, inputs, seed)
+    # the reference's weights: the numbers the group stores, α included
+    constants = [
+        BlockConstants.of(block.cast(REFERENCE))
+        for block in stored_blocks(model, group[0], alpha, torch.device("cpu"))
+    ]
     model = model.to(device)
     dims = {
         "width": model.config.n_embd,
@@ -216,7 +207,7 @@ def run_group(
         "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
     }
     accs = _run_group(model, ids, group, alpha, inputs.batch, device)
-    errors, recursion = _group_tables(accs, group, alpha, omegas, dims)
+    errors, recursion = _group_tables(accs, group, alpha, constants, dims)
     log.info("%s alpha=%g %s done", spec.name, alpha, "+".join(precisions))
     ids_columns = {"weights": spec.weights, "model": spec.name}
     return (

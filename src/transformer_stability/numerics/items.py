@@ -23,11 +23,22 @@ from transformer_stability.numerics.spec import GPT2Spec
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
 _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
-_EMULATED = re.compile(r"m\d+")
+# m<bits>, optionally k<block>: rounded accumulation in blocks of that many inner-product terms
+_EMULATED = re.compile(r"m(\d+)(?:k(\d+))?")
+# explicit mantissa bits of the torch formats (rounding.Precision builds on these)
+FORMAT_MANTISSA_BITS = {"fp64": 52, "fp32": 23, "bf16": 7, "fp16": 10}
+
+
+def format_unit_roundoff(precision: str) -> float:
+    """u = 2^-(bits+1) of a test format by name, e.g. 2^-8 for bf16, m7 and m7k32."""
+    match = _EMULATED.fullmatch(precision)
+    bits = int(match.group(1)) if match else FORMAT_MANTISSA_BITS[precision]
+    return 2.0 ** -(bits + 1)
 
 
 def storage_format(precision: str) -> str:
-    """'fp32' for fp32 and every m<bits>, else the format itself (matches Precision.storage)."""
+    """'fp32' for fp32 and every m<bits>[k<block>], else the format itself (matches
+    Precision.storage)."""
     if precision in _STORAGE:
         return _STORAGE[precision]
     if _EMULATED.fullmatch(precision):
@@ -44,12 +55,13 @@ def model_seed(seed: int, name: str) -> int:
 
 @dataclass(frozen=True)
 class TokenInputs:
-    """The synthetic input: `sequences` sequences of `seq_len` uniform token ids, `batch` per
-    forward."""
+    """The input: `sequences` sequences of `seq_len` token ids, `batch` per forward; uniform
+    synthetic ids, or windows of the text file `text` (numerics/inputs.py)."""
 
     seq_len: int
     sequences: int
     batch: int
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +130,9 @@ def storage_groups(precisions: list[str]) -> list[tuple[str, ...]]:
 def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
     """Every (model, α, storage group), in the order of the gathered tables."""
     cfg = numerics["inputs"]
-    inputs = TokenInputs(seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"])
+    inputs = TokenInputs(
+        seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"], text=cfg["text"]
+    )
     return [
         GroupItem(spec, alpha, group, inputs, seed)
         for spec in model_specs(numerics)

@@ -77,17 +77,26 @@ def _head_row_sums(matrix: torch.Tensor, heads: int) -> torch.Tensor:
     return matrix.abs().sum(dim=1).view(heads, -1).norm(dim=1)
 
 
-def layer_norm_lipschitz(stream: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
-    """Per-token bound on the ∞-norm Lipschitz constant of x ↦ γ⊙LN(x) at x = h_t.
+def layer_norm_statistics(
+    stream: torch.Tensor, gain: torch.Tensor, eps: float
+) -> dict[str, torch.Tensor]:
+    """Per-token constants of x ↦ γ⊙LN(x) at x = h_t for the error recursions.
 
-    LN's Jacobian is (I − 11ᵀ/d − yyᵀ/d)/σ with y = (x − μ)/σ; its rows sum in absolute value
-    to at most 2 + |y_i|‖y‖₁/d, hence the bound ‖γ‖∞(2 + ‖y‖∞‖y‖₁/d)/σ.
+    LN's Jacobian is (I − 11ᵀ/d − yyᵀ/d)/σ with y = (x − μ)/σ. Its rows sum in absolute value
+    to at most 2 + |y_i|‖y‖₁/d (∞-norm bound ‖γ‖∞(2 + ‖y‖∞‖y‖₁/d)/σ, `ln_lipschitz`); its
+    largest singular value is 1 (2-norm constant ‖γ‖∞/σ, `ln_lipschitz_l2`). `ln_spread` is
+    ‖γ‖∞(1 + ζ)(ρ + ζ), ζ = ‖y‖∞, ρ = mean|x|/σ, which sizes LN's own rounding error.
     """
     centered = stream - stream.mean(dim=-1, keepdim=True)
     sigma = (centered.pow(2).mean(dim=-1) + eps).sqrt()
     y = centered / sigma.unsqueeze(-1)
-    spread = y.abs().amax(dim=-1) * y.abs().mean(dim=-1)
-    return gain.abs().max() * (2 + spread) / sigma
+    largest = y.abs().amax(dim=-1)
+    gain_max = gain.abs().max()
+    return {
+        "ln_lipschitz": gain_max * (2 + largest * y.abs().mean(dim=-1)) / sigma,
+        "ln_lipschitz_l2": gain_max / sigma,
+        "ln_spread": gain_max * (1 + largest) * (stream.abs().mean(dim=-1) / sigma + largest),
+    }
 
 
 def activation_lipschitz(act: torch.nn.Module, span: float = 8.0, points: int = 400_001) -> float:

@@ -15,15 +15,18 @@ from dataclasses import dataclass
 
 import torch
 
+from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS
+
 # (integer view, explicit mantissa bits) of the floating types we can round in place
 _LAYOUT = {torch.float32: (torch.int32, 23), torch.float64: (torch.int64, 52)}
-_TORCH_FORMATS = {
-    "fp64": (torch.float64, 52),
-    "fp32": (torch.float32, 23),
-    "bf16": (torch.bfloat16, 7),
-    "fp16": (torch.float16, 10),
+_DTYPES = {
+    "fp64": torch.float64,
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
 }
-_EMULATED = re.compile(r"m(\d+)")
+_TORCH_FORMATS = {name: (dtype, FORMAT_MANTISSA_BITS[name]) for name, dtype in _DTYPES.items()}
+_EMULATED = re.compile(r"m(\d+)(?:k(\d+))?")
 
 
 def round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -52,12 +55,15 @@ def unit_roundoff(bits: int) -> float:
 
 @dataclass(frozen=True)
 class Precision:
-    """A test format: `fp64`, `fp32`, `bf16`, `fp16` (torch dtypes) or `m<bits>` (emulated)."""
+    """A test format: `fp64`, `fp32`, `bf16`, `fp16` (torch dtypes), `m<bits>` (emulated) or
+    `m<bits>k<block>` (emulated with rounded accumulation, `block` inner-product terms per
+    rounding of the running sum)."""
 
     name: str
     storage: torch.dtype
     mantissa_bits: int
     emulated: bool
+    block: int | None = None
 
     @classmethod
     def parse(cls, name: str) -> Precision:
@@ -65,11 +71,13 @@ class Precision:
             storage, bits = _TORCH_FORMATS[name]
             return cls(name, storage, bits, emulated=False)
         match = _EMULATED.fullmatch(name)
-        if match and 1 <= int(match.group(1)) <= 23:
-            return cls(name, torch.float32, int(match.group(1)), emulated=True)
+        if match and 1 <= int(match.group(1)) <= 23 and match.group(2) != "0":
+            block = int(match.group(2)) if match.group(2) else None
+            return cls(name, torch.float32, int(match.group(1)), emulated=True, block=block)
         raise ValueError(
-            f"unknown precision {name!r}; use one of {', '.join(_TORCH_FORMATS)} "
-            "or m<bits> with 1 <= bits <= 23 (emulated mantissa width)"
+            f"unknown precision {name!r}; use one of {', '.join(_TORCH_FORMATS)}, m<bits> with "
+            "1 <= bits <= 23 (emulated mantissa width) or m<bits>k<block> (block >= 1: the "
+            "running sum of products rounded after every block of inner-product terms)"
         )
 
     @property
@@ -90,13 +98,41 @@ class Precision:
         return out.to(self.storage)
 
     def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.block:
+            return blocked_matmul(a, b, None, self.mantissa_bits, self.block)
         return self._round_output(torch.matmul(a.to(self.accumulate), b.to(self.accumulate)))
 
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        """x @ weight + bias (GPT-2's Conv1D layout: weight is (in, out)), one rounding."""
+        """x @ weight + bias (GPT-2's Conv1D layout: weight is (in, out)), one rounding (or one
+        per block of the inner dimension)."""
+        if self.block:
+            return blocked_matmul(x, weight, bias, self.mantissa_bits, self.block)
         acc = self.accumulate
         return self._round_output(
             torch.addmm(bias.to(acc), x.flatten(0, -2).to(acc), weight.to(acc)).unflatten(
                 0, x.shape[:-1]
             )
         )
+
+
+def blocked_matmul(
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None, bits: int, block: int
+) -> torch.Tensor:
+    """a @ b (+ bias) with rounded accumulation: s ← fl(s + P_j) over blocks j of `block`
+    inner-product terms, s starting at the bias (or 0), each P_j summed term by term in float64
+    (products of float32 numbers are exact there), fl rounding to `bits` mantissa bits; block
+    = 1 rounds after every product. Every addition has a fixed order, so the result is
+    reproducible bit for bit (checked against a scalar loop in tests/test_numerics_rounding.py).
+    Returns float32.
+    """
+    a, b = a.to(torch.float64), b.to(torch.float64)
+    shape = (*torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+    total = torch.zeros(shape, dtype=torch.float64, device=a.device)
+    if bias is not None:
+        total = total + bias.to(torch.float64)
+    for start in range(0, a.shape[-1], block):
+        partial = torch.zeros_like(total)
+        for i in range(start, min(start + block, a.shape[-1])):
+            partial = partial + a[..., i : i + 1] * b[..., i : i + 1, :]
+        total = round_mantissa(total + partial, bits)
+    return total.to(torch.float32)

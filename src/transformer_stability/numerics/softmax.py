@@ -15,11 +15,15 @@ import torch
 
 from transformer_stability.numerics.lowp import (
     fl,
-    gamma,
+    largest_finite,
     operation_roundoff,
-    pairwise_depth,
     pairwise_sum,
 )
+from transformer_stability.numerics.rounding import unit_roundoff
+
+# exp leaves float64's normal range outside (EXP_SUBNORMAL, EXP_OVERFLOW)
+EXP_OVERFLOW = math.log(torch.finfo(torch.float64).max)
+EXP_SUBNORMAL = math.log(torch.finfo(torch.float64).tiny)
 
 
 def softmax_jacobian(p: torch.Tensor) -> torch.Tensor:
@@ -46,27 +50,85 @@ def _argument(z: torch.Tensor, shifted: bool) -> torch.Tensor:
     return z - z.amax(dim=-1, keepdim=True) if shifted else z
 
 
-def softmax_lowp(z: torch.Tensor, bits: int, shifted: bool) -> torch.Tensor:
-    """Softmax with the exp argument, each exp, the pairwise sum and the division rounded."""
-    e = fl(fl(_argument(z, shifted), bits).exp(), bits)
-    return fl(e / pairwise_sum(e, bits).unsqueeze(-1), bits)
+def softmax_lowp(
+    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
+) -> torch.Tensor:
+    """Softmax with the exp argument, each exp, the pairwise sum and the division rounded;
+    with `max_exponent` an exp or a sum beyond the format's range overflows to inf (and the
+    row to nan), as unshifted fp16 does for z > 11.09."""
+    e = fl(fl(_argument(z, shifted), bits).exp(), bits, max_exponent)
+    return fl(e / pairwise_sum(e, bits, max_exponent).unsqueeze(-1), bits, max_exponent)
 
 
-def softmax_error_bound(z: torch.Tensor, bits: int, shifted: bool) -> torch.Tensor:
-    """Bound on |softmax_lowp(z)_i − p_i|/p_i for float64 logits z.
+# one float64 operation (exp, +, /) is within one ulp of the exact result: relative error 2⁻⁵²
+FLOAT64_ULP = 2.0**-52
 
-    log(p̂_i/p_i) = w_iδ_i + log(1+η_i) + log(1+ζ_i) − log Σ_j p_j e^{x_j} with |x_j| ≤ b_j =
-    |w_j|u + λ + λ_k (argument, exp and summation errors); by Jensen the last term is at most
-    B = log Σ_j p_j e^{b_j} in magnitude. First order this is κ_i·u + (k + 2)·u.
+
+def softmax_error_bound(
+    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
+) -> torch.Tensor:
+    """Per-entry bound on |softmax_lowp(z)_i − p_i| for float64 logits z (inf on overflow).
+
+    The rounded exponentials are ê_j = E_j(1 + ε_j), |ε_j| ≤ b_j (argument and exp rounding).
+    The computed row is split as p → q → c → p̂ with q_j = ê_j/Σê (exact normalisation), c_j =
+    ê_j/Ŝ (the rounded sum Ŝ) and p̂_j = fl(c_j). Three facts keep the sink's correlation:
+    q_i − p_i = p_i(ε_i − ε̄)/(1 + ε̄), ε̄ = Σp_jε_j, whose i-th coefficient is (1 − p_i), so
+    the sink's own rounding enters only through the tail mass; a rounded addition of two
+    representable terms errs by at most the smaller one (`pairwise_sum_error_bound`); and
+    rounding c_i ≤ 1 errs by at most 1 − c_i, as 1 is representable. What is left that does
+    not vanish with 1 − p_max is float64's own ulp (2⁻⁵² per operation).
     """
     u = operation_roundoff(bits)
     w = _argument(z, shifted)
     p = torch.softmax(z, dim=-1)
-    exp_error = -math.log1p(-u)
-    sum_error = -math.log1p(-gamma(pairwise_depth(z.shape[-1]), u))
-    b = w.abs() * u + exp_error + sum_error
-    log_bound = w.abs() * u + 2 * exp_error + torch.logsumexp(p.log() + b, dim=-1, keepdim=True)
-    return torch.expm1(log_bound)
+    b = torch.exp(w.abs() * u) * ((1 + unit_roundoff(bits)) * (1 + FLOAT64_ULP)) - 1
+    b_mean = (p * b).sum(dim=-1, keepdim=True)
+    weighted = b_mean - p * b
+    normalisation = p * ((1 - p) * b + weighted) / (1 - b_mean)
+    q_upper = p * (1 + b) / (1 - b_mean)
+    total = pairwise_sum_error_bound(p * (1 + b), u).unsqueeze(-1) / (1 - b_mean)
+    summation = q_upper * total / (1 - total)
+    c_upper = q_upper / (1 - total)
+    tail = (p * (1 + b)).sum(dim=-1, keepdim=True) - p * (1 + b)
+    one_minus_c = tail / (p * (1 - b)) + total
+    division = torch.minimum(u * c_upper, one_minus_c + FLOAT64_ULP * c_upper)
+    bound = normalisation + summation + division
+    # a relative perturbation ≥ 1 of an exponential (or of the sum) leaves the model's range
+    lost = (b >= 1).any(dim=-1, keepdim=True) | (b_mean >= 1) | (total >= 1)
+    # the largest computed partial sum is below Σe^w·max(1 + b)·(1 + u)^depth
+    depth = math.ceil(math.log2(max(z.shape[-1], 2)))
+    largest = torch.logsumexp(w, dim=-1, keepdim=True) + (1 + b).amax(-1, keepdim=True).log()
+    largest = largest + depth * math.log1p(u)
+    overflow = largest >= math.log(largest_finite(bits, max_exponent))
+    outside = _outside_exp_range(w, u, largest_finite(bits, max_exponent))
+    return torch.where(outside | overflow | lost, math.inf, bound)
+
+
+def _outside_exp_range(w: torch.Tensor, u: float, largest: float) -> torch.Tensor:
+    """Rows where a rounded argument may overflow exp (in float64 or in the format) or reach
+    float64's subnormals, where the relative error model of the exponentials no longer holds."""
+    reach = w * (1 + u)
+    top = min(EXP_OVERFLOW, math.log(largest))
+    return ((reach >= top) | (reach <= EXP_SUBNORMAL)).any(dim=-1, keepdim=True)
+
+
+def pairwise_sum_error_bound(upper: torch.Tensor, u: float) -> torch.Tensor:
+    """Bound on |pairwise_sum(x) − Σx| for 0 ≤ x_j ≤ upper_j, following the same tree.
+
+    The errors of the additions add up without amplification (Ŝ = Σx + Σ_nodes r_node). A node
+    adds computed, representable a, b ≥ 0: first in float64, then rounded to the format, so
+    r ≤ u(a + b) and also r ≤ min(a, b) + 2·2⁻⁵³(a + b) (the format holds a and b themselves).
+    Partial sums are bounded from above by (U_a + U_b)(1 + u).
+    """
+    total = torch.zeros(upper.shape[:-1], dtype=upper.dtype, device=upper.device)
+    while upper.shape[-1] > 1:
+        if upper.shape[-1] % 2:
+            upper = torch.cat([upper, torch.zeros_like(upper[..., :1])], dim=-1)
+        a, b = upper[..., 0::2], upper[..., 1::2]
+        node = a + b
+        total = total + torch.minimum(u * node, torch.minimum(a, b) + FLOAT64_ULP * node).sum(-1)
+        upper = node * (1 + u)
+    return total
 
 
 def sink_logits(

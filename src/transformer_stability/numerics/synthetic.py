@@ -5,6 +5,8 @@ Kept apart from the GPT-2 runs so that these jobs never import `transformers`.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import torch
 from tqdm import tqdm
@@ -53,10 +55,11 @@ def softmax_table(cfg: dict, seed: int) -> pd.DataFrame:
             )
         for shifted in (False, True):
             mode = "shifted" if shifted else "unshifted"
-            relative = (softmax.softmax_lowp(z, bits, shifted) - p).abs() / p
-            limit = softmax.softmax_error_bound(z, bits, shifted)
-            rows += _sample_rows(base, mode, "max_rel", relative.amax(-1), limit.amax(-1))
-            rows += _sample_rows(base, mode, "l1_abs", (relative * p).sum(-1), (limit * p).sum(-1))
+            error = (softmax.softmax_lowp(z, bits, shifted, cfg["max_exponent"]) - p).abs()
+            error = torch.where(torch.isnan(error), math.inf, error)  # an overflowed row
+            limit = softmax.softmax_error_bound(z, bits, shifted, cfg["max_exponent"])
+            rows += _sample_rows(base, mode, "max_rel", (error / p).amax(-1), (limit / p).amax(-1))
+            rows += _sample_rows(base, mode, "l1_abs", error.sum(-1), limit.sum(-1))
             kappa = softmax.relative_condition(z, p, shifted).amax(-1)
             rows += _sample_rows(
                 base, mode, "kappa_max", kappa, torch.full_like(kappa, float("nan"))
@@ -79,13 +82,15 @@ def _sample_rows(base: dict, mode: str, metric: str, measured, bound) -> list[di
 
 
 def lipschitz_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N7: local Lipschitz estimates of self-attention and both bounds against length n."""
+    """N7: local Lipschitz estimates of self-attention at random inputs and the worst found by
+    gradient ascent over the R-ball (the first `search.samples` draws), with the bounds at the
+    random input and over the whole ball, against length n."""
     generator = torch.Generator().manual_seed(seed)
-    rows = []
+    search, radius, rows = cfg["search"], cfg["radius"], []
     for n in tqdm(cfg["seq_lens"], desc="attention Lipschitz", mininterval=5):
         for sample in range(cfg["samples"]):
             weights = attention.AttentionWeights.random(cfg["dim"], generator)
-            x = cfg["radius"] * (
+            x = radius * (
                 2 * torch.rand(n, cfg["dim"], generator=generator, dtype=torch.float64) - 1
             )
             estimates = {
@@ -98,16 +103,42 @@ def lipschitz_table(cfg: dict, seed: int) -> pd.DataFrame:
                 "inf": attention.lipschitz_bound_inf(weights, x),
                 "frobenius": attention.lipschitz_bound_frobenius(weights, x),
             }
+            ball = {
+                "inf": attention.ball_bound_inf(weights, radius),
+                "frobenius": attention.ball_bound_frobenius(weights, n, radius),
+            }
             p_max = float(weights.probabilities(x).amax(-1).min())
-            rows += [
-                {
-                    "seq_len": n,
-                    "sample": sample,
-                    "norm": norm,
-                    "estimate": estimates[norm],
-                    "bound": bounds[norm],
-                    "p_max_min": p_max,
-                }
-                for norm in ("inf", "frobenius")
-            ]
+            for norm in ("inf", "frobenius"):
+                worst = (
+                    _worst_found(weights, x, radius, norm, generator, search)
+                    if sample < search["samples"]
+                    else math.nan
+                )
+                rows.append(
+                    {
+                        "seq_len": n,
+                        "sample": sample,
+                        "norm": norm,
+                        "estimate": estimates[norm],
+                        "worst": worst,
+                        "bound": bounds[norm],
+                        "ball_bound": ball[norm],
+                        "worst_over_estimate": worst / estimates[norm],
+                        "worst_over_bound": worst / ball[norm],
+                        "p_max_min": p_max,
+                    }
+                )
     return pd.DataFrame(rows)
+
+
+def _worst_found(weights, x, radius: float, norm: str, generator, search: dict) -> float:
+    """The best of `search.restarts` ascents: from the random input, then from fresh ones."""
+    starts = [x] + [_uniform(x.shape, radius, generator) for _ in range(search["restarts"] - 1)]
+    return max(
+        attention.worst_case_search(weights, start, radius, norm, generator, search)[0]
+        for start in starts
+    )
+
+
+def _uniform(shape, radius: float, generator: torch.Generator) -> torch.Tensor:
+    return radius * (2 * torch.rand(shape, generator=generator, dtype=torch.float64) - 1)
