@@ -21,6 +21,7 @@ from skimage import data as skdata
 from skimage.transform import resize
 from torch import nn
 
+from transformer_stability.apjn.batched import BatchedAdamW, StackedModels, warmup_constant
 from transformer_stability.apjn.inputs import (
     BUNDLED_IMAGES,
     as_rgb_float,
@@ -28,20 +29,19 @@ from transformer_stability.apjn.inputs import (
     normalize,
     read_cifar100,
 )
-from transformer_stability.apjn.batched import BatchedAdamW, StackedModels, warmup_constant
 from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
 from transformer_stability.apjn.measure import token_statistics
 from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.theory import end_to_end_log_apjn
 from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
+from transformer_stability.apjn.theory import end_to_end_log_apjn
 
 log = logging.getLogger(__name__)
 
 TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "init_std", "lr", "dataset", "train_seed", "steps",
                  "final_loss", "train_accuracy", "test_accuracy", "diverged",
                  "theory_log_apjn"]  # fmt: skip
-THEORY_IMAGES = 256  # about this many training images (every class) whose mean token statistics seed the theory's J^{L,0}
+THEORY_IMAGES = 256  # ~ this many training images (all classes) seed the theory's (q0, p0)
 TRAIN_FRACTION = 0.75  # texture crops above this fraction of the image height are for training
 TEXTURE_SCALE = 8  # images are resized so that their shorter side holds 8 crops
 
