@@ -37,7 +37,12 @@ def test_item_counts_and_unique_ids(schema, preset):
         sensitivity_items: 2 * len(apjn["sensitivity"]["alphas"])
         + 2 * 2 * len(apjn["sensitivity"]["mults"]),
         depth_items: len(apjn["variants"]),
-        train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"],
+        train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"]
+        if train["batched"]
+        else (1 + len(train["norms"]) * len(train["alphas"]))
+        * len(train["mults"])
+        * (len(train["lrs"]) + len(train["depths"]) - 1)
+        * train["seeds"],
     }
     for sweep, count in expected.items():
         ids = [item.id for item in sweep(apjn, 0)]

@@ -155,7 +155,8 @@ def test_paper_preset_on_the_cluster_profile_fans_out_into_short_jobs(tmp_path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.MULTILINE))
     assert int(counts["total"]) >= 150, counts
     assert int(counts["numerics_gpt2"]) == 117  # 3 models x 13 alphas x 3 storage formats
-    assert int(counts["apjn_train"]) == 44  # (pre-LN + 2 norms x 5 alphas) x 2 mults x 2 seeds
+    # (pre-LN + 2 norms x 5 alphas) x 2 mults x (3 rates + 2 shallower depths) x 2 seeds
+    assert int(counts["apjn_train"]) == 220
     for rule, resources in profile["set-resources"].items():
         if resources.get("gpu"):
             assert resources["runtime"] <= 120, rule

@@ -8,7 +8,7 @@ when, one of them changes; its `id` names its output file and its rows in the ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from transformer_stability.apjn.kernels import NormName
@@ -152,7 +152,11 @@ class TrainItem:
 
     @property
     def id(self) -> str:
-        return f"{self.spec.norm}_depth{self.spec.depth}_seed{self.seed}"
+        tail = f"depth{self.spec.depth}_seed{self.seed}"
+        if len(self.runs) > 1:
+            return f"{self.spec.norm}_{tail}"
+        (run,) = self.runs
+        return f"{variant_id(self.spec.norm, run.alpha)}_mult{run.mult:g}_lr{run.lr:g}_{tail}"
 
     @property
     def runs(self) -> tuple[TrainRun, ...]:
@@ -256,7 +260,8 @@ def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
 def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
     """Two slices of the trainability sweep, one item per (norm, depth, seed): α₀ x every rate
     of train.lrs at the largest depth, α₀ x every depth at train.depth_lr; every α₀ at every init
-    multiplier, pre-LN alongside; seeds seed .. seed + train.seeds - 1."""
+    multiplier, pre-LN alongside; seeds seed .. seed + train.seeds - 1. With train.batched
+    false every run is its own item (a job per ViT-B run at paper scale)."""
     cfg = apjn["train"]
     model = cfg["model"]
     base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
@@ -269,7 +274,7 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
     )
     deepest = max(cfg["depths"])
     norms = [("ln", (None,))] + [(norm, tuple(cfg["alphas"])) for norm in cfg["norms"]]
-    return [
+    groups = [
         TrainItem(
             base.with_(norm=norm, depth=depth),
             model["init_std"],
@@ -283,4 +288,11 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
         for depth in sorted(set(cfg["depths"]), reverse=True)
         for norm, alphas in norms
         for run_seed in range(seed, seed + cfg["seeds"])
+    ]
+    if cfg["batched"]:
+        return groups
+    return [
+        replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,))
+        for group in groups
+        for run in group.runs
     ]
