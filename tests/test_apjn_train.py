@@ -115,7 +115,8 @@ def test_a_diverging_run_is_marked_and_leaves_the_others_untouched():
     assert both[1]["diverged"] and math.isnan(both[1]["final_loss"])
     assert both[1]["steps"] < short.steps
     assert not both[0]["diverged"]
-    for key in ("final_loss", "train_accuracy", "test_accuracy", "theory_log_apjn"):
+    for key in ("final_loss", "train_accuracy", "test_accuracy", "theory_log_apjn",
+                "measured_log_apjn"):  # fmt: skip
         assert both[0][key] == pytest.approx(alone[0][key], rel=1e-5)
 
 
@@ -129,7 +130,7 @@ def test_training_learns_an_easy_texture_task(norm, alpha):
     assert result["train_accuracy"] > 0.6 and result["test_accuracy"] > 0.6
 
 
-def test_theory_apjn_grows_with_alpha_and_init_multiplier():
+def test_apjn_at_init_grows_with_alpha_and_init_multiplier_as_theory_says():
     data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
     short = Schedule(steps=1, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
     specs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k, depth=6)
@@ -137,6 +138,8 @@ def test_theory_apjn_grows_with_alpha_and_init_multiplier():
     rows = train_group(specs, [1e-3] * 3, 0, data, short, CPU)
     log_j = [row["theory_log_apjn"] for row in rows]
     assert 0 < log_j[0] < log_j[1] < log_j[2]
+    measured = [row["measured_log_apjn"] for row in rows]
+    assert measured == pytest.approx(log_j, abs=0.35)  # width 32: finite-width scatter
 
 
 def test_cifar_training_resizes_on_the_fly(tmp_path):

@@ -281,6 +281,7 @@ APJN_TABLES = (
             _fraction("test_accuracy", nan=True),
             Column("diverged", "bool"),
             _float("theory_log_apjn"),  # ln J^{L,0} of the built model at init
+            _float("measured_log_apjn"),  # its Hutchinson estimate
         ),
         _trainability_rows,
     ),

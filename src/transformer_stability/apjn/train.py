@@ -30,7 +30,7 @@ from transformer_stability.apjn.inputs import (
     read_cifar100,
 )
 from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
-from transformer_stability.apjn.measure import token_statistics
+from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
 from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 
 TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "init_std", "lr", "dataset", "train_seed", "steps",
                  "final_loss", "train_accuracy", "test_accuracy", "diverged",
-                 "theory_log_apjn"]  # fmt: skip
+                 "theory_log_apjn", "measured_log_apjn"]  # fmt: skip
 THEORY_IMAGES = 256  # ~ this many training images (all classes) seed the theory's (q0, p0)
+MEASURED_IMAGES, PROBES = 16, 2  # of them, the Hutchinson estimate of J^{L,0} at init
 TRAIN_FRACTION = 0.75  # texture crops above this fraction of the image height are for training
 TEXTURE_SCALE = 8  # images are resized so that their shorter side holds 8 crops
 
@@ -115,16 +116,21 @@ def _accuracy(models: StackedModels, x: torch.Tensor, y: torch.Tensor, size: int
     return correct / len(x)
 
 
-def theory_log_apjn(
-    model: nn.Module, spec: ViTSpec, images: torch.Tensor, device: torch.device
-) -> float:
-    """ln J^{L,0} the mean-field recursion predicts for this built model at init: its (a, m)
-    read off its weights, (q0, p0) the mean token statistics of its patch embedding of
-    `images`. Exact in the theory's sense for ReLU MLPs; an approximation for GELU."""
+def init_log_apjn(
+    model: nn.Module, spec: ViTSpec, images: torch.Tensor, seed: int, device: torch.device
+) -> dict[str, float]:
+    """ln J^{L,0} of the built model at init. theory: the mean-field recursion with the model's
+    (a, m) read off its weights and the mean token statistics (q0, p0) of its patch embedding of
+    `images` (exact in the theory's sense for ReLU MLPs). measured: Hutchinson's forward-mode
+    estimate on MEASURED_IMAGES of them, every token (CLS included), as in figures A1-A5."""
     x0 = embed_images(model, _to_model_size(images.to(device), spec.img_size))
     q0, p0 = (float(s.mean()) for s in token_statistics(x0.double()))
     mf = mean_field_from_model(model)
-    return float(end_to_end_log_apjn(spec.norm, spec.alpha, mf, q0, p0, spec.depth)[-1])
+    theory = end_to_end_log_apjn(spec.norm, spec.alpha, mf, q0, p0, spec.depth)[-1]
+    few = x0[:: max(1, len(x0) // MEASURED_IMAGES)][:MEASURED_IMAGES]
+    probes = gaussian_probes(few, PROBES, torch.Generator().manual_seed(seed))
+    measured = forward_apjn(list(model.blocks), few, probes)[:, -1].mean()
+    return {"theory_log_apjn": float(theory), "measured_log_apjn": math.log(float(measured))}
 
 
 def _diverged_row(step: int) -> dict[str, Any]:
@@ -142,7 +148,7 @@ def train_group(
     final_loss and train_accuracy are over the training batches of the last 10 % of steps."""
     models = [build_vit(s.with_(num_classes=data.classes), seed).to(device) for s in specs]
     probe = data.x_train[:: max(1, len(data.x_train) // THEORY_IMAGES)]  # every class
-    theory = [theory_log_apjn(m, s, probe, device) for m, s in zip(models, specs, strict=True)]
+    at_init = [init_log_apjn(m, s, probe, seed, device) for m, s in zip(models, specs, strict=True)]
     stacked = StackedModels(models)
     for p in stacked.params.values():
         p.requires_grad_(True)
@@ -171,14 +177,14 @@ def train_group(
             break
     test = _accuracy(stacked, data.x_test.to(device), data.y_test.to(device), specs[0].img_size)
     rows = []
-    for r, log_j in enumerate(theory):
+    for r, log_j in enumerate(at_init):
         if failed[r] >= 0:
             row = _diverged_row(int(failed[r]))
         else:
             row = {"steps": schedule.steps, "final_loss": float(sums[0, r] / tail),
                    "train_accuracy": float(sums[1, r] / tail),
                    "test_accuracy": float(test[r]), "diverged": False}  # fmt: skip
-        rows.append({**row, "theory_log_apjn": log_j})
+        rows.append({**row, **log_j})
     return rows
 
 
