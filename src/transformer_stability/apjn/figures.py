@@ -449,34 +449,50 @@ def plot_trainability(table: pd.DataFrame) -> Figure:
     return fig
 
 
+def _log10_axis(axis) -> None:
+    axis.set_major_formatter(lambda v, _: f"$10^{{{v:g}}}$")
+
+
 def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     """A8: every run's final loss and test accuracy against the theory's J^{L,0} of the model
-    it started from; colour: peak rate, marker: norm, filled: init mult 1, open: others;
-    diverged runs as x at the top."""
+    it started from (colour: peak rate, marker: norm, filled: the smallest init multiplier,
+    open: larger; diverged runs as x at the top), and the theory against the Hutchinson
+    estimate of that J^{L,0} (one dot per built model)."""
     set_style()
-    fig = Figure(figsize=(11, 4.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
+    fig = Figure(figsize=(15, 4.4), layout="constrained")
+    axes = fig.subplots(1, 3)
     lrs = sorted(table["lr"].unique())
     colors = dict(zip(lrs, sns.color_palette("viridis", len(lrs)), strict=True))
     markers = {"ln": "o", "derf": "s", "dyt": "^"}
-    log10_j = table["theory_log_apjn"] / np.log(10)
+    theory = table["theory_log_apjn"] / np.log(10)
+    first = table["attn_mult"] == table["attn_mult"].min()
     for ax, metric, label in ((axes[0], "final_loss", "final training loss"),
                               (axes[1], "test_accuracy", "test accuracy")):  # fmt: skip
         ok = table[~table["diverged"]]
         top = float(np.nanmax(ok[metric])) * 1.08 if len(ok) else 1.0
-        for (norm, lr, first), part in table.groupby(
-            ["norm", "lr", table["attn_mult"] == table["attn_mult"].min()]
-        ):
+        for (norm, lr, filled), part in table.groupby(["norm", "lr", first]):
             color = colors[lr]
             ran = part[~part["diverged"]]
-            face = color if first else "none"
-            ax.scatter(log10_j[ran.index], ran[metric], marker=markers[norm], s=26,
+            face = color if filled else "none"
+            ax.scatter(theory[ran.index], ran[metric], marker=markers[norm], s=26,
                        facecolors=face, edgecolors=color, linewidths=1)  # fmt: skip
             lost = part[part["diverged"]]
-            ax.scatter(log10_j[lost.index], np.full(len(lost), top), marker="x", color=color)
+            ax.scatter(theory[lost.index], np.full(len(lost), top), marker="x", color=color)
         ax.set_xlabel(r"theory $J^{L,0}$ of the built model at init")
-        ax.xaxis.set_major_formatter(lambda v, _: f"$10^{{{v:g}}}$")
+        _log10_axis(ax.xaxis)
         ax.set_ylabel(label)
+    models = table.drop_duplicates(["norm", "alpha", "attn_mult", "depth", "train_seed"])
+    measured = models["measured_log_apjn"] / np.log(10)
+    for norm, part in models.groupby("norm"):
+        axes[2].scatter(theory[part.index], measured[part.index], marker=markers[norm],
+                        color=NORM_COLORS[norm], s=22, label=NORM_LABELS[norm])  # fmt: skip
+    span = [min(theory.min(), measured.min()), max(theory.max(), measured.max())]
+    axes[2].plot(span, span, color="0.5", lw=0.8, ls="--", label="measured = theory")
+    axes[2].set_xlabel(r"theory $J^{L,0}$")
+    axes[2].set_ylabel(r"measured $J^{L,0}$ (Hutchinson, CLS included)")
+    _log10_axis(axes[2].xaxis)
+    _log10_axis(axes[2].yaxis)
+    axes[2].legend(frameon=False, fontsize=8)
     handles = [Line2D([], [], ls="", marker=markers[n], color="0.3", label=NORM_LABELS[n])
                for n in NORM_ORDER if n in set(table["norm"])]  # fmt: skip
     handles += [Line2D([], [], ls="", marker="o", color=colors[lr], label=f"lr {lr:g}")
@@ -678,9 +694,13 @@ results/apjn/trainability.csv.
 A8. Every training run of A7 against the end-to-end APJN J^{L,0} that the mean-field theory gives
 for the model it started from: the built model's (a, m) read off its weights and (q0, p0) of its
 patch embedding of training images (exact at init for ReLU MLPs). Left: final training loss;
-right: test accuracy; colour: peak learning rate, marker: norm, filled: init multiplier 1, open:
-larger; x at the top: diverged runs. If the theory explains trainability, outcomes order by
-J^{L,0} across α₀, init scale and depth. Data: results/apjn/trainability.csv.
+middle: test accuracy; colour: peak learning rate, marker: norm, filled: init multiplier 1,
+open: larger; x at the top: diverged runs. If the theory explains trainability, outcomes order
+by J^{L,0} across α₀, init scale and depth. Right: the theory against the Hutchinson estimate of
+the same J^{L,0} at init (16 training images, every token); pre-LN's measured value lies far
+above the theory because the CLS token (std 1e-6 plus the position embedding) has a tiny
+variance, so its LayerNorm Jacobian is huge, and the theory has no CLS channel. Data:
+results/apjn/trainability.csv.
 """,
         labels=lambda config: {
             "figure": "A8",
