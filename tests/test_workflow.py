@@ -93,7 +93,8 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
         assert list(columns) == END_TO_END_COLUMNS + PROVENANCE
     training = pd.read_csv(tmp_path / "results/apjn/trainability.csv")
     assert list(training.columns) == TRAIN_COLUMNS + PROVENANCE
-    assert len(training) == 3  # pre-LN, Derf and DyT at one alpha and one multiplier
+    # (pre-LN + Derf at one alpha) x 2 multipliers x (2 rates at depth 2 + 1 at depth 1)
+    assert len(training) == 12 and not training["diverged"].any()
 
     again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
     assert again.returncode == 0
