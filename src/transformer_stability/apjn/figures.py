@@ -704,7 +704,7 @@ results/apjn/trainability.csv.
 """,
         labels=lambda config: {
             "figure": "A8",
-            "quantity": "loss and accuracy after training vs theory J^{L,0}",
+            "quantity": "loss and accuracy after training vs the theory's end-to-end APJN",
             "models": _trained(config),
             "input": f"{config['apjn']['train']['data']['source']} task",
         },
