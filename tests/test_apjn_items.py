@@ -37,8 +37,11 @@ def test_item_counts_and_unique_ids(schema, preset):
         sensitivity_items: 2 * len(apjn["sensitivity"]["alphas"])
         + 2 * 2 * len(apjn["sensitivity"]["mults"]),
         depth_items: len(apjn["variants"]),
-        train_items: (1 + len(train["norms"]) * len(train["alphas"]))
+        train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"]
+        if train["batched"]
+        else (1 + len(train["norms"]) * len(train["alphas"]))
         * len(train["mults"])
+        * (len(train["lrs"]) + len(train["depths"]) - 1)
         * train["seeds"],
     }
     for sweep, count in expected.items():
@@ -66,8 +69,25 @@ def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):
     )
 
 
-def test_a_training_item_is_one_row_with_its_seed(tiny):
-    item = train_items(tiny["apjn"], 0)[0]
-    row = train_table(item, torch.device("cpu"))
-    assert list(row.columns) == TRAIN_COLUMNS and len(row) == 1
-    assert row["train_seed"].iloc[0] == item.seed and row["norm"].iloc[0] == item.spec.norm
+def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):
+    item = next(i for i in train_items(tiny["apjn"], 0) if i.spec.norm == "derf")
+    rows = train_table(item, torch.device("cpu"))
+    assert list(rows.columns) == TRAIN_COLUMNS and len(rows) == len(item.runs) > 1
+    assert (rows["train_seed"] == item.seed).all() and (rows["norm"] == "derf").all()
+    assert sorted(zip(rows["attn_mult"], rows["lr"], strict=True)) == sorted(
+        (run.mult, run.lr) for run in item.runs
+    )
+
+
+def test_the_training_slices_share_the_largest_depth(tiny):
+    """alphas x lrs at the largest depth, alphas x depths at depth_lr (one of the lrs)."""
+    cfg = tiny["apjn"]["train"]
+    items = train_items(tiny["apjn"], 0)
+    deepest = max(cfg["depths"])
+    for item in items:
+        want = cfg["lrs"] if item.spec.depth == deepest else [cfg["depth_lr"]]
+        assert sorted({run.lr for run in item.runs}) == sorted(want)
+        assert {run.mult for run in item.runs} == set(cfg["mults"])
+    assert {(i.spec.norm, i.spec.depth) for i in items} == {
+        (norm, depth) for norm in ["ln", *cfg["norms"]] for depth in cfg["depths"]
+    }

@@ -1,24 +1,27 @@
-"""The trainability sweep's data, schedule and training loop."""
+"""The trainability sweep's data, the authors' recipe, and the batched training loop."""
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
 from test_apjn_measure import _fake_cifar
+from torch import nn
 
-from transformer_stability.apjn.items import Schedule
-from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.train import (
-    _lr_at,
-    cifar100_dataset,
-    texture_dataset,
-    train_one,
+from transformer_stability.apjn.batched import (
+    BatchedAdamW,
+    StackedModels,
+    decayed_parameters,
+    warmup_constant,
 )
+from transformer_stability.apjn.items import Schedule
+from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
+from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.train import cifar100_dataset, texture_dataset, train_group
 
-CFG = Schedule(steps=60, batch_size=32, lr=3e-3, weight_decay=0.0, warmup_fraction=0.1)
-SMALL = ViTSpec(width=32, heads=2, depth=2, img_size=8, patch_size=4, relu=False)
+CPU = torch.device("cpu")
+CFG = Schedule(steps=60, batch_size=32, weight_decay=0.05, warmup_fraction=0.1)
+SMALL = ViTSpec(width=32, heads=2, depth=2, img_size=8, patch_size=4, num_classes=3)
 
 
 def test_texture_dataset_is_balanced_and_test_crops_are_unseen():
@@ -32,20 +35,111 @@ def test_texture_dataset_is_balanced_and_test_crops_are_unseen():
     torch.testing.assert_close(data.x_train, again.x_train)
 
 
-def test_learning_rate_warms_up_then_decays_to_zero():
-    rates = [_lr_at(step, 100, 1.0, 10) for step in range(100)]
-    assert rates[0] == pytest.approx(0.1) and rates[9] == pytest.approx(1.0)
-    assert all(a >= b for a, b in zip(rates[9:], rates[10:], strict=False))
-    assert rates[-1] < 1e-3 and _lr_at(100, 100, 1.0, 10) == pytest.approx(0.0)
+def test_learning_rate_warms_up_linearly_then_stays_constant():
+    rates = [warmup_constant(step, 10) for step in range(40)]
+    assert rates[0] == pytest.approx(0.1) and rates[4] == pytest.approx(0.5)
+    assert rates[9:] == [1.0] * 31
+
+
+def test_weight_decay_falls_on_weight_matrices_only():
+    model = build_vit(SMALL.with_(norm="derf", alpha=1.0), seed=0)
+    matrices = {
+        f"{name}.weight"
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear | nn.Conv2d)
+    }
+    assert decayed_parameters(model) == matrices
+    assert "blocks.0.norm1.alpha" in dict(model.named_parameters())
+
+
+def test_vit_b_init_std_gives_vit_b_mean_field_constants():
+    assert resolve_init_std("vit_b", 768) == pytest.approx(0.02)
+    assert resolve_init_std("vit_b", 192) == pytest.approx(0.04)
+    assert resolve_init_std(0.05, 192) == 0.05
+    with pytest.raises(ValueError, match="init_std"):
+        resolve_init_std(-1.0, 192)
+    spec = SMALL.with_(width=128, heads=2, depth=4, init_std=resolve_init_std("vit_b", 128))
+    mf = mean_field_from_model(build_vit(spec, seed=0))
+    vit_b_a = (768 * 0.02**2) ** 2  # sigma_v^2 sigma_o^2 of ViT-B = 0.0944
+    assert mf.a == pytest.approx(vit_b_a, rel=0.1) and mf.m == pytest.approx(4 * vit_b_a, rel=0.1)
+
+
+def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return nn.functional.cross_entropy(logits, y)
+
+
+def test_batched_steps_equal_separate_torch_adamw_runs():
+    """Three models (different α₀, init multiplier and rate) trained together for a few
+    warm-up steps end where torch.optim.AdamW, run on each alone with weight decay on its
+    matrices only, ends."""
+    specs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k)
+             for a, k in ((0.5, 1.0), (2.0, 4.0), (1.0, 2.0))]  # fmt: skip
+    lrs = [1e-3, 3e-3, 1e-2]
+    torch.manual_seed(0)
+    batches = [(torch.randn(8, 3, 8, 8).double(), torch.randint(3, (8,))) for _ in range(3)]
+    stacked = StackedModels([build_vit(s, seed=0).double() for s in specs])
+    for p in stacked.params.values():
+        p.requires_grad_(True)
+    opt = BatchedAdamW(stacked.params, stacked.decayed, weight_decay=0.05)
+    for step, (x, y) in enumerate(batches):
+        logits = stacked(x)
+        sum(_loss(logits[r], y) for r in range(len(specs))).backward()
+        opt.step(torch.tensor(lrs) * warmup_constant(step, 5))
+    for r, (spec, lr) in enumerate(zip(specs, lrs, strict=True)):
+        model = build_vit(spec, seed=0).double()
+        named = dict(model.named_parameters())
+        decay = decayed_parameters(model)
+        groups = [
+            {"params": [p for n, p in named.items() if n in decay], "weight_decay": 0.05},
+            {"params": [p for n, p in named.items() if n not in decay], "weight_decay": 0.0},
+        ]
+        ref = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999))
+        for step, (x, y) in enumerate(batches):
+            for group in ref.param_groups:
+                group["lr"] = lr * warmup_constant(step, 5)
+            ref.zero_grad()
+            _loss(model(x), y).backward()
+            ref.step()
+        # float64; Adam's division by sqrt(v) amplifies rounding where gradients nearly cancel,
+        # so atol 1e-7: a slip in the decay (lr * 0.05 * w ~ 1e-5) or rate is far above it
+        for name, p in named.items():
+            torch.testing.assert_close(stacked.params[name][r], p, rtol=1e-6, atol=1e-7)
+
+
+def test_a_diverging_run_is_marked_and_leaves_the_others_untouched():
+    data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
+    short = Schedule(steps=8, batch_size=8, weight_decay=0.05, warmup_fraction=0.25)
+    specs = [SMALL.with_(norm="derf", alpha=1.0), SMALL.with_(norm="derf", alpha=1.0)]
+    both = train_group(specs, [1e-3, 1e30], 0, data, short, CPU)
+    alone = train_group(specs[:1], [1e-3], 0, data, short, CPU)
+    assert both[1]["diverged"] and math.isnan(both[1]["final_loss"])
+    assert both[1]["steps"] < short.steps
+    assert not both[0]["diverged"]
+    for key in ("final_loss", "train_accuracy", "test_accuracy", "theory_log_apjn",
+                "measured_log_apjn"):  # fmt: skip
+        assert both[0][key] == pytest.approx(alone[0][key], rel=1e-5)
 
 
 @pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("derf", 1.0)])
 def test_training_learns_an_easy_texture_task(norm, alpha):
     data = texture_dataset(classes=2, size=8, train=64, test=32, seed=0)
-    result = train_one(SMALL.with_(norm=norm, alpha=alpha), data, CFG, seed=0, device="cpu")
+    spec = SMALL.with_(norm=norm, alpha=alpha)
+    (result,) = train_group([spec], [3e-3], 0, data, CFG, CPU)
     assert not result["diverged"] and result["steps"] == CFG.steps
     assert result["final_loss"] < math.log(2)  # below chance-level cross-entropy
-    assert result["train_accuracy"] > 0.6
+    assert result["train_accuracy"] > 0.6 and result["test_accuracy"] > 0.6
+
+
+def test_apjn_at_init_grows_with_alpha_and_init_multiplier_as_theory_says():
+    data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
+    short = Schedule(steps=1, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
+    specs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k, depth=6)
+             for a, k in ((0.5, 1.0), (2.0, 1.0), (2.0, 4.0))]  # fmt: skip
+    rows = train_group(specs, [1e-3] * 3, 0, data, short, CPU)
+    log_j = [row["theory_log_apjn"] for row in rows]
+    assert 0 < log_j[0] < log_j[1] < log_j[2]
+    measured = [row["measured_log_apjn"] for row in rows]
+    assert measured == pytest.approx(log_j, abs=0.35)  # width 32: finite-width scatter
 
 
 def test_cifar_training_resizes_on_the_fly(tmp_path):
@@ -53,6 +147,6 @@ def test_cifar_training_resizes_on_the_fly(tmp_path):
     data = cifar100_dataset(str(tmp_path), train=0, test=10, seed=0)
     assert data.classes == 100 and data.x_train.shape == (40, 3, 32, 32)
     assert data.x_test.shape == (10, 3, 32, 32)
-    short = dataclasses.replace(CFG, steps=2)
-    result = train_one(SMALL, data, short, seed=0, device=torch.device("cpu"))
+    short = Schedule(steps=2, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
+    (result,) = train_group([SMALL], [1e-3], 0, data, short, CPU)
     assert result["steps"] == 2 and 0.0 <= result["test_accuracy"] <= 1.0

@@ -55,10 +55,12 @@ def workdir(tiny_run) -> Path:
 def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figures(workdir):
     with edited("apjn/measure.py"):
         jobs = planned(workdir)
-    measured = {"apjn_curves", "apjn_sensitivity", "apjn_depth_points"}
+    # the training runs record the estimator's J^{L,0} of each model at init
+    measured = {"apjn_curves", "apjn_sensitivity", "apjn_depth_points", "apjn_train"}
     assert _rules(jobs) == measured | {"gather", "apjn_agreement", "figure"}
     expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats"}
-    assert _figures(jobs) == expected | {"apjn_sensitivity", "apjn_depth_scaling"}
+    trained = {"apjn_trainability", "apjn_trainability_theory"}
+    assert _figures(jobs) == expected | trained | {"apjn_sensitivity", "apjn_depth_scaling"}
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def test_closures_follow_imports_transitively():
 @pytest.mark.parametrize(
     ("script", "not_imported"),
     [
-        ("apjn_train.py", {"apjn/measure.py", "apjn/experiment.py"}),
+        ("apjn_train.py", {"apjn/experiment.py"}),  # measure.py: J^{L,0} at init of each run
         ("apjn_theory_curves.py", {"apjn/measure.py", "apjn/models.py"}),
         ("counting_train.py", {"counting/theory.py", "counting/constructions.py"}),
     ],

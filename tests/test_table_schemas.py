@@ -397,7 +397,7 @@ def test_row_counts_match_the_sweep_items(preset):
         ("apjn/depth_measured.csv", depth_items(apjn, seed)),
     ):
         assert rows(name) == sum(i.settings.samples * len(i.depths) for i in items)
-    assert rows("apjn/trainability.csv") == len(train_items(apjn, seed))
+    assert rows("apjn/trainability.csv") == sum(len(i.runs) for i in train_items(apjn, seed))
     training = counting_items(config["counting"], seed)
     assert rows("counting/training.csv") == sum(len(i.bounds) * len(i.seeds) for i in training)
     assert rows("counting/walls.csv") == len(theory_items(config["counting"], seed))

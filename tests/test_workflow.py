@@ -93,7 +93,8 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
         assert list(columns) == END_TO_END_COLUMNS + PROVENANCE
     training = pd.read_csv(tmp_path / "results/apjn/trainability.csv")
     assert list(training.columns) == TRAIN_COLUMNS + PROVENANCE
-    assert len(training) == 3  # pre-LN, Derf and DyT at one alpha and one multiplier
+    # (pre-LN + Derf at one alpha) x 2 multipliers x (2 rates at depth 2 + 1 at depth 1)
+    assert len(training) == 12 and not training["diverged"].any()
 
     again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
     assert again.returncode == 0
@@ -155,7 +156,8 @@ def test_paper_preset_on_the_cluster_profile_fans_out_into_short_jobs(tmp_path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.MULTILINE))
     assert int(counts["total"]) >= 150, counts
     assert int(counts["numerics_gpt2"]) == 117  # 3 models x 13 alphas x 3 storage formats
-    assert int(counts["apjn_train"]) == 44  # (pre-LN + 2 norms x 5 alphas) x 2 mults x 2 seeds
+    # (pre-LN + 2 norms x 5 alphas) x 2 mults x (3 rates + 2 shallower depths) x 2 seeds
+    assert int(counts["apjn_train"]) == 220
     for rule, resources in profile["set-resources"].items():
         if resources.get("gpu"):
             assert resources["runtime"] <= 120, rule

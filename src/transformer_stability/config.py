@@ -94,6 +94,11 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
             "apjn.train.model",
             "patch_size must divide img_size and heads must divide width",
         ),
+        (
+            apjn["train"]["depth_lr"] in apjn["train"]["lrs"],
+            "apjn.train.depth_lr",
+            "must be one of apjn.train.lrs, so that both slices share the largest depth's runs",
+        ),
     ]
     checks += _numerics_checks(config["numerics"]) + _counting_checks(config["counting"])
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]

@@ -160,9 +160,11 @@ def _depth_measured_rows(config: Mapping[str, Any]) -> int:
 
 
 def _trainability_rows(config: Mapping[str, Any]) -> int:
+    """Every lr at the largest depth, depth_lr at the others; pre-LN and every (norm, α₀)."""
     train = _apjn(config)["train"]
     variants = 1 + len(train["norms"]) * len(train["alphas"])
-    return train["seeds"] * variants * len(train["mults"])
+    runs = len(train["lrs"]) + len(set(train["depths"])) - 1
+    return train["seeds"] * variants * len(train["mults"]) * runs
 
 
 def _asymptotic_rows(config: Mapping[str, Any]) -> int:
@@ -268,14 +270,18 @@ APJN_TABLES = (
         (
             *APJN_IDS,
             *WIDTH_DEPTH,
+            _float("init_std", low=0.0, low_open=True),
+            _float("lr", low=0.0, low_open=True),
             _str("dataset", ("textures", "cifar100")),
             _int("train_seed", 0),
-            _int("steps", 0),
+            _int("steps", 0),  # a diverged run: the step its loss turned non-finite
             # NaN: a diverged run
             _float("final_loss", nan=True, low=0.0),
             _fraction("train_accuracy", nan=True),
             _fraction("test_accuracy", nan=True),
             Column("diverged", "bool"),
+            _float("theory_log_apjn"),  # ln J^{L,0} of the built model at init
+            _float("measured_log_apjn"),  # its Hutchinson estimate
         ),
         _trainability_rows,
     ),

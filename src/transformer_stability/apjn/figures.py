@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from transformer_stability.apjn.items import Variant
@@ -384,58 +385,123 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     return fig
 
 
+def _slices(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str]]:
+    """(title, rows, y column): α₀ x lr at the largest depth, α₀ x depth at the depth slice's
+    rate (the one rate trained at every depth)."""
+    deepest = table["depth"].max()
+    others = table[table["depth"] != deepest]
+    depth_lr = others["lr"].iloc[0] if len(others) else table["lr"].min()
+    return [
+        (f"L = {deepest}", table[table["depth"] == deepest], "lr"),
+        (f"lr = {depth_lr:g}", table[table["lr"] == depth_lr], "depth"),
+    ]
+
+
+def _heat_map(ax, rows: pd.DataFrame, y: str, metric: str, cmap: str, vmax: float):
+    """Mean over seeds of the non-diverged runs; a cell's text gives it and, as ×k, the number
+    of its seeds that diverged (grey: all of them)."""
+    variants, levels = _variants(rows), sorted(rows[y].unique())
+    grid = np.full((len(levels), len(variants)), np.nan)
+    lost = np.zeros_like(grid, dtype=int)
+    for j, variant in enumerate(variants):
+        cells = _select(rows, variant)
+        for i, level in enumerate(levels):
+            cell = cells[cells[y] == level]
+            finite = cell[~cell["diverged"]][metric]
+            grid[i, j] = finite.mean() if len(finite) else np.nan
+            lost[i, j] = int(cell["diverged"].sum())
+    ax.set_facecolor("0.8")
+    image = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto", origin="lower")
+    for (i, j), value in np.ndenumerate(grid):
+        text = "" if np.isnan(value) else f"{value:.2f}"
+        text += f"\n×{lost[i, j]}" if lost[i, j] else ""
+        dark = not np.isnan(value) and np.dot(image.to_rgba(value)[:3], (0.3, 0.59, 0.11)) < 0.5
+        ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color="w" if dark else "k")
+    ax.set_xticks(range(len(variants)), [_label(v) for v in variants], rotation=60, fontsize=7)
+    ax.set_yticks(range(len(levels)), [f"{v:g}" for v in levels], fontsize=7)
+    ax.set_ylabel({"lr": "peak learning rate", "depth": "depth L"}[y])
+    ax.grid(False)
+    return image
+
+
 def plot_trainability(table: pd.DataFrame) -> Figure:
-    """A7: final training loss and test accuracy against alpha_0 for Derf and DyT (lines, one
-    style per init multiplier) with pre-LN as horizontal references; diverged runs marked x."""
+    """A7: heat maps of test accuracy and final training loss over the two slices (α₀ x lr at
+    the largest depth, α₀ x depth at one rate), one panel per init multiplier."""
     set_style()
-    fig = Figure(figsize=(11, 4.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
     mults = sorted(table["attn_mult"].unique())
-    styles = dict(zip(mults, ["-", "--", ":", "-."], strict=False))
-    for ax, metric, label in (
-        (axes[0], "final_loss", "final training loss"),
-        (axes[1], "test_accuracy", "test accuracy"),
-    ):
-        for mult in mults:
-            part = table[table["attn_mult"] == mult]
-            for norm in ("ln", "derf", "dyt"):
-                rows = part[part["norm"] == norm]
-                if rows.empty:
-                    continue
-                color = NORM_COLORS[norm]
-                name = f"{NORM_LABELS[norm]}, mult {mult:g}"
-                if norm == "ln":
-                    ax.axhline(
-                        rows[metric].mean(), color=color, ls=styles[mult], lw=1.2, label=name
-                    )
-                    continue
-                mean = rows.groupby("alpha")[metric].mean()
-                ax.plot(
-                    mean.index, mean.values, ls=styles[mult], marker="o", color=color, label=name
-                )
-                diverged = rows[rows["diverged"]]
-                if not diverged.empty:
-                    top = ax.get_ylim()[1]
-                    ax.plot(
-                        diverged["alpha"],
-                        np.full(len(diverged), top),
-                        "x",
-                        color=color,
-                        ms=8,
-                        mew=2,
-                    )
-        ax.set_xscale("log")
-        alphas = sorted(table["alpha"].dropna().unique())
-        ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel(r"$\alpha_0$")
-        ax.set_ylabel(label)
-    axes[1].legend(frameon=False, fontsize=8)
-    depth, width = int(table["depth"].iloc[0]), int(table["width"].iloc[0])
-    steps, dataset = int(table["steps"].max()), table["dataset"].iloc[0]
+    slices = _slices(table)
+    fig = Figure(figsize=(3.4 * len(mults) * len(slices) + 1, 7), layout="constrained")
+    axes = fig.subplots(2, len(mults) * len(slices), squeeze=False)
+    top_loss = float(np.nanmax(table["final_loss"])) if table["final_loss"].notna().any() else 1.0
+    metrics = (("test_accuracy", "viridis", 1.0, "test accuracy"),
+               ("final_loss", "magma_r", top_loss, "final training loss"))  # fmt: skip
+    for row, (metric, cmap, vmax, label) in enumerate(metrics):
+        for k, ((title, rows, y), mult) in enumerate((s, m) for s in slices for m in mults):
+            ax = axes[row, k]
+            image = _heat_map(ax, rows[rows["attn_mult"] == mult], y, metric, cmap, vmax)
+            ax.set_title(f"{title}, init mult {mult:g}", fontsize=9)
+        fig.colorbar(image, ax=axes[row, :], label=label, shrink=0.8)
+    width, steps = int(table["width"].iloc[0]), int(table["steps"].max())
     fig.suptitle(
-        f"trainability: ViT d = {width}, L = {depth}, {steps} AdamW steps on {dataset} "
-        "(x: diverged)"
+        f"trainability: ViT d = {width}, {steps} AdamW steps on {table['dataset'].iloc[0]}; "
+        "mean over seeds, ×k: k seeds diverged"
+    )
+    return fig
+
+
+def _log10_axis(axis) -> None:
+    axis.set_major_formatter(lambda v, _: f"$10^{{{v:g}}}$")
+
+
+def plot_trainability_theory(table: pd.DataFrame) -> Figure:
+    """A8: every run's final loss and test accuracy against the theory's J^{L,0} of the model
+    it started from (colour: peak rate, marker: norm, filled: the smallest init multiplier,
+    open: larger; diverged runs as x at the top), and the theory against the Hutchinson
+    estimate of that J^{L,0} (one dot per built model)."""
+    set_style()
+    fig = Figure(figsize=(15, 4.4), layout="constrained")
+    axes = fig.subplots(1, 3)
+    lrs = sorted(table["lr"].unique())
+    colors = dict(zip(lrs, sns.color_palette("viridis", len(lrs)), strict=True))
+    markers = {"ln": "o", "derf": "s", "dyt": "^"}
+    theory = table["theory_log_apjn"] / np.log(10)
+    first = table["attn_mult"] == table["attn_mult"].min()
+    for ax, metric, label in ((axes[0], "final_loss", "final training loss"),
+                              (axes[1], "test_accuracy", "test accuracy")):  # fmt: skip
+        ok = table[~table["diverged"]]
+        top = float(np.nanmax(ok[metric])) * 1.08 if len(ok) else 1.0
+        for (norm, lr, filled), part in table.groupby(["norm", "lr", first]):
+            color = colors[lr]
+            ran = part[~part["diverged"]]
+            face = color if filled else "none"
+            ax.scatter(theory[ran.index], ran[metric], marker=markers[norm], s=26,
+                       facecolors=face, edgecolors=color, linewidths=1)  # fmt: skip
+            lost = part[part["diverged"]]
+            ax.scatter(theory[lost.index], np.full(len(lost), top), marker="x", color=color)
+        ax.set_xlabel(r"theory $J^{L,0}$ of the built model at init")
+        _log10_axis(ax.xaxis)
+        ax.set_ylabel(label)
+    models = table.drop_duplicates(["norm", "alpha", "attn_mult", "depth", "train_seed"])
+    measured = models["measured_log_apjn"] / np.log(10)
+    for norm, part in models.groupby("norm"):
+        axes[2].scatter(theory[part.index], measured[part.index], marker=markers[norm],
+                        color=NORM_COLORS[norm], s=22, label=NORM_LABELS[norm])  # fmt: skip
+    span = [min(theory.min(), measured.min()), max(theory.max(), measured.max())]
+    axes[2].plot(span, span, color="0.5", lw=0.8, ls="--", label="measured = theory")
+    axes[2].set_xlabel(r"theory $J^{L,0}$")
+    axes[2].set_ylabel(r"measured $J^{L,0}$ (Hutchinson, CLS included)")
+    _log10_axis(axes[2].xaxis)
+    _log10_axis(axes[2].yaxis)
+    axes[2].legend(frameon=False, fontsize=8)
+    handles = [Line2D([], [], ls="", marker=markers[n], color="0.3", label=NORM_LABELS[n])
+               for n in NORM_ORDER if n in set(table["norm"])]  # fmt: skip
+    handles += [Line2D([], [], ls="", marker="o", color=colors[lr], label=f"lr {lr:g}")
+                for lr in lrs]  # fmt: skip
+    handles += [Line2D([], [], ls="", marker="x", color="0.3", label="diverged")]
+    axes[1].legend(handles=handles, frameon=False, fontsize=8)
+    fig.suptitle(
+        "trainability against the theory's end-to-end APJN (filled: init mult "
+        f"{table['attn_mult'].min():g}, open: larger)"
     )
     return fig
 
@@ -597,17 +663,48 @@ results/apjn/measured_curves.csv (columns q, p, q_theory, p_theory).
         tables={"table": "results/apjn/trainability.csv"},
         plot=plot_trainability,
         caption="""\
-A7. Trainability of small ViTs (width {{ config["apjn"]["train"]["model"]["width"] }}, depth
-{{ config["apjn"]["train"]["model"]["depth"] }}) trained with AdamW
-({{ config["apjn"]["train"]["steps"] }} steps, warmup and cosine decay) on the
-{{ config["apjn"]["train"]["data"]["source"] }} task: final training loss (mean of the last 10 %
-of steps) and test accuracy against alpha_0 for Derf and DyT, one line style per init multiplier
-(attn_mult = mlp_mult), with pre-LN as horizontal references. Runs whose loss became non-finite
-are marked x. Data: results/apjn/trainability.csv.
+A7. Trainability with the authors' recipe (AdamW, betas (0.9, 0.999), weight decay
+{{ config["apjn"]["train"]["weight_decay"] }} on weight matrices only, linear warm-up over
+{{ config["apjn"]["train"]["warmup_fraction"] }} of {{ config["apjn"]["train"]["steps"] }} steps
+then a constant rate) of ViTs of width {{ config["apjn"]["train"]["model"]["width"] }} with
+{{ config["apjn"]["train"]["activation"] }} MLPs, init std
+{{ config["apjn"]["train"]["model"]["init_std"] }}, on the
+{{ config["apjn"]["train"]["data"]["source"] }} task. Heat maps of test accuracy (top) and final
+training loss (mean over the last 10 % of steps, bottom), mean over
+{{ config["apjn"]["train"]["seeds"] }} seeds, over two slices: α₀ x peak learning rate at depth
+{{ config["apjn"]["train"]["depths"] | max }} and α₀ x depth at rate
+{{ config["apjn"]["train"]["depth_lr"] }}, each at every init multiplier (attn_mult = mlp_mult);
+pre-LN is the first column. ×k: k seeds diverged (non-finite loss; grey if all did). Data:
+results/apjn/trainability.csv.
 """,
         labels=lambda config: {
             "figure": "A7",
-            "quantity": "loss and accuracy after training",
+            "quantity": "loss and accuracy after training over α₀ × lr and α₀ × depth",
+            "models": _trained(config),
+            "input": f"{config['apjn']['train']['data']['source']} task",
+        },
+    ),
+    FigureSpec(
+        name="apjn_trainability_theory",
+        code="A8",
+        study="apjn",
+        tables={"table": "results/apjn/trainability.csv"},
+        plot=plot_trainability_theory,
+        caption="""\
+A8. Every training run of A7 against the end-to-end APJN J^{L,0} that the mean-field theory gives
+for the model it started from: the built model's (a, m) read off its weights and (q0, p0) of its
+patch embedding of training images (exact at init for ReLU MLPs). Left: final training loss;
+middle: test accuracy; colour: peak learning rate, marker: norm, filled: init multiplier 1,
+open: larger; x at the top: diverged runs. If the theory explains trainability, outcomes order
+by J^{L,0} across α₀, init scale and depth. Right: the theory against the Hutchinson estimate of
+the same J^{L,0} at init (16 training images, every token); pre-LN's measured value lies far
+above the theory because the CLS token (std 1e-6 plus the position embedding) has a tiny
+variance, so its LayerNorm Jacobian is huge, and the theory has no CLS channel. Data:
+results/apjn/trainability.csv.
+""",
+        labels=lambda config: {
+            "figure": "A8",
+            "quantity": "loss and accuracy after training vs the theory's end-to-end APJN",
             "models": _trained(config),
             "input": f"{config['apjn']['train']['data']['source']} task",
         },

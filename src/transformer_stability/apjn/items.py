@@ -8,7 +8,7 @@ when, one of them changes; its `id` names its output file and its rows in the ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from transformer_stability.apjn.kernels import NormName
@@ -115,25 +115,60 @@ class TrainData:
 
 @dataclass(frozen=True)
 class Schedule:
+    """The authors' recipe: AdamW, betas (0.9, 0.999), weight decay on weight matrices only,
+    linear warm-up to the peak rate, then constant."""
+
     steps: int
     batch_size: int
-    lr: float
     weight_decay: float
     warmup_fraction: float
 
 
 @dataclass(frozen=True)
+class TrainRun:
+    """One run of a batched group: α₀ (None for pre-LN), init multiplier, peak rate, seed."""
+
+    alpha: float | None
+    mult: float
+    lr: float
+    seed: int
+
+
+@dataclass(frozen=True)
 class TrainItem:
-    """One training run: a model (norm, α₀, init multiplier), a task, a schedule, a seed."""
+    """One batched group of training runs: every run shares the architecture (norm, depth), so
+    their parameters stack and train as one tensor program; they differ in α₀, init multiplier
+    (attn_mult = mlp_mult) and learning rate. `spec` has alpha None and multipliers 1;
+    init_std is the config's setting ('vit_b' or a std), resolved where the models are built."""
 
     spec: ViTSpec
+    init_std: str | float
+    alphas: tuple[float | None, ...]
+    mults: tuple[float, ...]
+    lrs: tuple[float, ...]
+    seed: int
     data: TrainData
     schedule: Schedule
-    seed: int
 
     @property
     def id(self) -> str:
-        return f"{_spec_id(self.spec)}_mult{self.spec.attn_mult:g}_seed{self.seed}"
+        tail = f"depth{self.spec.depth}_seed{self.seed}"
+        if len(self.runs) > 1:
+            return f"{self.spec.norm}_{tail}"
+        (run,) = self.runs
+        return f"{variant_id(self.spec.norm, run.alpha)}_mult{run.mult:g}_lr{run.lr:g}_{tail}"
+
+    @property
+    def runs(self) -> tuple[TrainRun, ...]:
+        return tuple(
+            TrainRun(alpha, mult, lr, self.seed)
+            for alpha in self.alphas
+            for mult in self.mults
+            for lr in self.lrs
+        )
+
+    def run_spec(self, run: TrainRun) -> ViTSpec:
+        return self.spec.with_(alpha=run.alpha, attn_mult=run.mult, mlp_mult=run.mult)
 
     @property
     def provenance(self) -> dict[str, int | str]:
@@ -209,37 +244,55 @@ def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     return [EndToEndItem("depth", s, depths, settings) for s in variant_specs(apjn, spec)]
 
 
-def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
-    """Pre-LN and every (norm, α₀) of train.norms x train.alphas, at every init multiplier
-    (attn_mult = mlp_mult), for seeds seed .. seed + train.seeds - 1."""
-    cfg = apjn["train"]
-    base = ViTSpec.from_config(cfg["model"], relu=False)
+def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
     data = cfg["data"]
-    task = TrainData(
+    return TrainData(
         source=data["source"],
         classes=data["classes"],
         train=data["train"],
         test=data["test"],
         cifar_root=data["cifar_root"],
-        img_size=base.img_size,
+        img_size=img_size,
         seed=seed,
     )
+
+
+def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
+    """Two slices of the trainability sweep, one item per (norm, depth, seed): α₀ x every rate
+    of train.lrs at the largest depth, α₀ x every depth at train.depth_lr; every α₀ at every init
+    multiplier, pre-LN alongside; seeds seed .. seed + train.seeds - 1. With train.batched
+    false every run is its own item (a job per ViT-B run at paper scale)."""
+    cfg = apjn["train"]
+    model = cfg["model"]
+    base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
+    task = _train_task(cfg, base.img_size, seed)
     schedule = Schedule(
         steps=cfg["steps"],
         batch_size=cfg["batch_size"],
-        lr=cfg["lr"],
         weight_decay=cfg["weight_decay"],
         warmup_fraction=cfg["warmup_fraction"],
     )
-    variants = [("ln", None)] + [(n, a) for n in cfg["norms"] for a in cfg["alphas"]]
-    return [
+    deepest = max(cfg["depths"])
+    norms = [("ln", (None,))] + [(norm, tuple(cfg["alphas"])) for norm in cfg["norms"]]
+    groups = [
         TrainItem(
-            base.with_(norm=norm, alpha=alpha, attn_mult=mult, mlp_mult=mult),
+            base.with_(norm=norm, depth=depth),
+            model["init_std"],
+            alphas,
+            tuple(cfg["mults"]),
+            tuple(cfg["lrs"]) if depth == deepest else (cfg["depth_lr"],),
+            run_seed,
             task,
             schedule,
-            run_seed,
         )
+        for depth in sorted(set(cfg["depths"]), reverse=True)
+        for norm, alphas in norms
         for run_seed in range(seed, seed + cfg["seeds"])
-        for norm, alpha in variants
-        for mult in cfg["mults"]
+    ]
+    if cfg["batched"]:
+        return groups
+    return [
+        replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,))
+        for group in groups
+        for run in group.runs
     ]

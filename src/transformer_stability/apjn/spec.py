@@ -23,6 +23,7 @@ class ViTSpec:
     attn_mult: float = 1.0
     mlp_mult: float = 1.0
     relu: bool = True
+    init_std: float = 0.02  # std of the block weight matrices (timm's 0.02)
     num_classes: int = 0
     in_chans: int = 3
 

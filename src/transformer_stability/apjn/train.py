@@ -1,5 +1,6 @@
-"""Trainability (figure A7): train small ViTs with pre-LN, Derf and DyT over alpha_0 and an init
-multiplier, and record how far each gets.
+"""Trainability (figures A7, A8): train small ViTs with pre-LN, Derf and DyT over α₀, an init
+multiplier, the learning rate and the depth with the authors' recipe, and record how far each
+gets next to the theory's J^{L,0} of the model it started from.
 
 The CPU preset trains on a 'textures' task built from scikit-image's bundled images (class =
 source image, crops from disjoint regions for train and test): real pixels, no download. The
@@ -20,21 +21,28 @@ from skimage import data as skdata
 from skimage.transform import resize
 from torch import nn
 
+from transformer_stability.apjn.batched import BatchedAdamW, StackedModels, warmup_constant
 from transformer_stability.apjn.inputs import (
     BUNDLED_IMAGES,
     as_rgb_float,
+    embed_images,
     normalize,
     read_cifar100,
 )
 from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
-from transformer_stability.apjn.models import build_vit
+from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
+from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
+from transformer_stability.apjn.theory import end_to_end_log_apjn
 
 log = logging.getLogger(__name__)
 
-TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "dataset", "train_seed", "steps", "final_loss",
-                 "train_accuracy", "test_accuracy", "diverged"]  # fmt: skip
+TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "init_std", "lr", "dataset", "train_seed", "steps",
+                 "final_loss", "train_accuracy", "test_accuracy", "diverged",
+                 "theory_log_apjn", "measured_log_apjn"]  # fmt: skip
+THEORY_IMAGES = 256  # ~ this many training images (all classes) seed the theory's (q0, p0)
+MEASURED_IMAGES, PROBES = 16, 2  # of them, the Hutchinson estimate of J^{L,0} at init
 TRAIN_FRACTION = 0.75  # texture crops above this fraction of the image height are for training
 TEXTURE_SCALE = 8  # images are resized so that their shorter side holds 8 crops
 
@@ -90,14 +98,6 @@ def cifar100_dataset(root: str, train: int, test: int, seed: int) -> Dataset:
     return Dataset(*splits, classes=100)
 
 
-def _lr_at(step: int, total: int, peak: float, warmup: int) -> float:
-    """Linear warmup, then cosine decay to zero."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * peak * (1 + math.cos(math.pi * progress))
-
-
 def _to_model_size(x: torch.Tensor, size: int) -> torch.Tensor:
     """Resize a batch to the model's input side on the fly (CIFAR's 32 px to 224 px at paper
     scale) instead of storing the upsampled data set."""
@@ -107,56 +107,85 @@ def _to_model_size(x: torch.Tensor, size: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, size: int) -> float:
-    model.eval()
-    batch = 256
-    correct = sum(
-        int((model(_to_model_size(x[i : i + batch], size)).argmax(-1) == y[i : i + batch]).sum())
-        for i in range(0, len(x), batch)
-    )
+def _accuracy(models: StackedModels, x: torch.Tensor, y: torch.Tensor, size: int) -> torch.Tensor:
+    """Accuracy (R,) of every model on (x, y)."""
+    batch, correct = 256, torch.zeros(models.runs)
+    for i in range(0, len(x), batch):
+        logits = models(_to_model_size(x[i : i + batch], size))
+        correct += (logits.argmax(-1) == y[i : i + batch]).sum(-1).cpu()
     return correct / len(x)
 
 
-def train_one(
-    spec: ViTSpec, data: Dataset, schedule: Schedule, seed: int, device: torch.device
-) -> dict[str, Any]:
-    """AdamW with warmup + cosine decay on the training set; stops early if the loss diverges.
-    final_loss is the mean training loss over the last 10 % of steps."""
-    model = build_vit(spec.with_(num_classes=data.classes), seed).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
-    generator = torch.Generator().manual_seed(seed)
-    steps, batch = schedule.steps, schedule.batch_size
-    warmup = max(1, int(schedule.warmup_fraction * steps))
+def init_log_apjn(
+    model: nn.Module, spec: ViTSpec, images: torch.Tensor, seed: int, device: torch.device
+) -> dict[str, float]:
+    """ln J^{L,0} of the built model at init. theory: the mean-field recursion with the model's
+    (a, m) read off its weights and the mean token statistics (q0, p0) of its patch embedding of
+    `images` (exact in the theory's sense for ReLU MLPs). measured: Hutchinson's forward-mode
+    estimate on MEASURED_IMAGES of them, every token (CLS included), as in figures A1-A5."""
+    x0 = embed_images(model, _to_model_size(images.to(device), spec.img_size))
+    q0, p0 = (float(s.mean()) for s in token_statistics(x0.double()))
+    mf = mean_field_from_model(model)
+    theory = end_to_end_log_apjn(spec.norm, spec.alpha, mf, q0, p0, spec.depth)[-1]
+    few = x0[:: max(1, len(x0) // MEASURED_IMAGES)][:MEASURED_IMAGES]
+    probes = gaussian_probes(few, PROBES, torch.Generator().manual_seed(seed))
+    measured = forward_apjn(list(model.blocks), few, probes)[:, -1].mean()
+    return {"theory_log_apjn": float(theory), "measured_log_apjn": math.log(float(measured))}
+
+
+def _diverged_row(step: int) -> dict[str, Any]:
+    nan = math.nan
+    return {"steps": step, "final_loss": nan, "train_accuracy": nan, "test_accuracy": nan,
+            "diverged": True}  # fmt: skip
+
+
+def train_group(
+    specs: list[ViTSpec], lrs: list[float], seed: int, data: Dataset, schedule: Schedule,
+    device: torch.device,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Train one model per spec (each with its peak rate) together, from one seed's init and
+    batch order. A run whose loss turns non-finite is diverged at that step (its rows NaN);
+    final_loss and train_accuracy are over the training batches of the last 10 % of steps."""
+    models = [build_vit(s.with_(num_classes=data.classes), seed).to(device) for s in specs]
+    probe = data.x_train[:: max(1, len(data.x_train) // THEORY_IMAGES)]  # every class
+    at_init = [init_log_apjn(m, s, probe, seed, device) for m, s in zip(models, specs, strict=True)]
+    stacked = StackedModels(models)
+    for p in stacked.params.values():
+        p.requires_grad_(True)
+    opt = BatchedAdamW(stacked.params, stacked.decayed, schedule.weight_decay)
+    peak = torch.tensor(lrs, device=device)
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
-    losses: list[float] = []
-    for step in range(steps):
-        idx = torch.randint(len(x_train), (batch,), generator=generator).to(device)
-        for group in opt.param_groups:
-            group["lr"] = _lr_at(step, steps, schedule.lr, warmup)
-        logits = model(_to_model_size(x_train[idx], spec.img_size))
-        loss = nn.functional.cross_entropy(logits, y_train[idx])
-        if not torch.isfinite(loss):
-            return {
-                "steps": step,
-                "final_loss": math.nan,
-                "train_accuracy": math.nan,
-                "test_accuracy": math.nan,
-                "diverged": True,
-            }
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    tail = losses[-max(1, steps // 10) :]
-    return {
-        "steps": steps,
-        "final_loss": float(np.mean(tail)),
-        "train_accuracy": _accuracy(model, x_train, y_train, spec.img_size),
-        "test_accuracy": _accuracy(
-            model, data.x_test.to(device), data.y_test.to(device), spec.img_size
-        ),
-        "diverged": False,
-    }
+    generator = torch.Generator().manual_seed(seed)
+    warmup = max(1, int(schedule.warmup_fraction * schedule.steps))
+    tail = max(1, schedule.steps // 10)
+    failed = torch.full((len(specs),), -1)
+    sums = torch.zeros(2, len(specs))  # tail loss, tail correct
+    for step in range(schedule.steps):
+        idx = torch.randint(len(x_train), (schedule.batch_size,), generator=generator).to(device)
+        logits = stacked(_to_model_size(x_train[idx], specs[0].img_size))
+        target = y_train[idx].expand(len(specs), -1)
+        loss = nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
+        per_run = loss.mean(-1)
+        per_run.sum().backward()
+        opt.step(peak * warmup_constant(step, warmup))
+        bad = ~torch.isfinite(per_run.detach().cpu())
+        failed[bad & (failed < 0)] = step
+        if step >= schedule.steps - tail:
+            sums[0] += per_run.detach().cpu()
+            sums[1] += (logits.argmax(-1) == target).float().mean(-1).detach().cpu()
+        if (failed >= 0).all():
+            break
+    test = _accuracy(stacked, data.x_test.to(device), data.y_test.to(device), specs[0].img_size)
+    rows = []
+    for r, log_j in enumerate(at_init):
+        if failed[r] >= 0:
+            row = _diverged_row(int(failed[r]))
+        else:
+            row = {"steps": schedule.steps, "final_loss": float(sums[0, r] / tail),
+                   "train_accuracy": float(sums[1, r] / tail),
+                   "test_accuracy": float(test[r]), "diverged": False}  # fmt: skip
+        rows.append({**row, **log_j})
+    return rows
 
 
 def dataset(task: TrainData) -> Dataset:
@@ -167,15 +196,17 @@ def dataset(task: TrainData) -> Dataset:
 
 
 def train_table(item: TrainItem, device: torch.device) -> pd.DataFrame:
-    """One training run as one row: final loss, accuracies, whether it diverged."""
-    result = train_one(item.spec, dataset(item.data), item.schedule, item.seed, device)
-    log.info("%s: %s", item.id, result)
-    row = {
-        **variant_ids(Variant(item.spec.norm, item.spec.alpha), item.spec),
-        "width": item.spec.width,
-        "depth": item.spec.depth,
-        "dataset": item.data.source,
-        "train_seed": item.seed,
-        **result,
-    }
-    return pd.DataFrame([row])[TRAIN_COLUMNS]
+    """One batched group of training runs, one row per run."""
+    init_std = resolve_init_std(item.init_std, item.spec.width)
+    specs = [item.run_spec(run).with_(init_std=init_std) for run in item.runs]
+    lrs = [run.lr for run in item.runs]
+    results = train_group(specs, lrs, item.seed, dataset(item.data), item.schedule, device)
+    rows = []
+    for run, spec, result in zip(item.runs, specs, results, strict=True):
+        log.info("%s alpha=%s mult=%g lr=%g: %s", item.id, run.alpha, run.mult, run.lr, result)
+        rows.append({
+            **variant_ids(Variant(spec.norm, spec.alpha), spec),
+            "width": spec.width, "depth": spec.depth, "init_std": init_std, "lr": run.lr,
+            "dataset": item.data.source, "train_seed": run.seed, **result,
+        })  # fmt: skip
+    return pd.DataFrame(rows)[TRAIN_COLUMNS]
