@@ -78,6 +78,12 @@ def _broken(default_config, path, value):
             ["'counting.training.classification.unconstrained_lengths'", "non-unique"],
         ),
         (["numerics", "precisions"], ["fp32", "fp8"], ["'numerics.precisions[1]'", "match"]),
+        (["numerics", "alphas"], [1.0, 10.0, 1.0], ["'numerics.alphas'", "non-unique"]),
+        (
+            ["numerics", "lipschitz", "seq_lens"],
+            [4, 4],
+            ["'numerics.lipschitz.seq_lens'", "non-unique"],
+        ),
         (
             ["numerics", "models"],
             [{"size": "gpt2", "weights": "hub"}],
