@@ -41,21 +41,27 @@ def test_one_training_item_per_readout_and_length_regression_first(counting):
     assert [item.id for item in items] == expected
 
 
-def test_a_training_item_runs_its_bounds_and_the_unconstrained_run_where_configured(schema):
-    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32], "bounds": [1, 2.5]}
+def test_a_training_item_bisects_and_runs_unconstrained_where_configured(schema):
+    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32]}
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
     items = {i.id: i for i in train_items(config["counting"], 10)}
-    assert items["regression_L8"].bounds == (1.0, 2.5)
-    assert items["regression_L16"].bounds == (1.0, 2.5, math.inf)
-    assert items["regression_L32"].bounds == (math.inf,)
+    assert items["regression_L8"].bisection is not None and not items["regression_L8"].unconstrained
+    assert items["regression_L16"].bisection is not None and items["regression_L16"].unconstrained
+    assert items["regression_L32"].bisection is None and items["regression_L32"].unconstrained
     assert all(i.seeds == (10, 11, 12) for i in items.values())
-    assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float32"}
+    assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float64"}
+    assert items["regression_L8"].bisection.low is None  # the theory brackets regression
+    assert items["classification_L8"].bisection.upper_factor is None
 
 
-def test_training_items_do_not_follow_the_theory_settings(counting):
-    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "margin": 0.1, "fit_points": 2}
-    changed = _with(counting, "theory", **theory)
-    assert train_items(changed, 0) == train_items(counting, 0)
+def test_training_items_follow_the_theory_margin_only_in_regression(counting):
+    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "fit_points": 2}
+    assert train_items(_with(counting, "theory", **theory), 0) == train_items(counting, 0)
+    before = train_items(counting, 0)
+    after = train_items(_with(counting, "theory", margin=0.1), 0)
+    for old, new in zip(before, after, strict=True):
+        bracketed = old.readout == "regression" and old.bisection is not None
+        assert (old == new) != bracketed
 
 
 def test_regression_items_do_not_follow_the_classification_logit_scales(counting):
@@ -73,12 +79,7 @@ def test_one_theory_item_per_width_and_the_geometry_at_the_first(counting):
     assert geometry_item(changed, 0).length == counting["geometry_length"]
 
 
-def test_the_training_job_never_imports_the_theory_nor_the_figures_the_model():
-    training = module_closure("transformer_stability.counting.experiment")
-    assert not {
-        "transformer_stability.counting.theory",
-        "transformer_stability.counting.constructions",
-    } & set(training)
+def test_the_figures_never_import_the_model_nor_the_theory():
     figures = module_closure("transformer_stability.counting.figures")
     assert not {
         "transformer_stability.counting.model",

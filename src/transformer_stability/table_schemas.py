@@ -453,27 +453,10 @@ def _theory_rows(config: Mapping[str, Any]) -> int:
     return len(theory["widths"]) * per_width
 
 
-def _training_rows(config: Mapping[str, Any]) -> int:
-    """Per read-out: every bound at every constrained length, B = inf at every unconstrained
-    length, each for every seed."""
-    training = _counting(config)["training"]
-    runs = 0
-    for readout in READOUTS:
-        sweep = training[readout]
-        runs += len(set(sweep["lengths"])) * len(sweep["bounds"])
-        runs += len(set(sweep["unconstrained_lengths"]))
-    return runs * training["seeds"]
-
-
-def _trained_readouts(config: Mapping[str, Any]) -> list[str]:
-    """The read-outs with an empirical B_min (some constrained length with some bound)."""
-    training = _counting(config)["training"]
-    return [r for r in READOUTS if training[r]["lengths"] and training[r]["bounds"]]
-
-
 def _empirical_rows(config: Mapping[str, Any]) -> int:
+    """One row per bisected (read-out, L)."""
     training = _counting(config)["training"]
-    return sum(len(set(training[r]["lengths"])) for r in _trained_readouts(config))
+    return sum(len(set(training[r]["lengths"])) for r in READOUTS)
 
 
 def _rate_rows(config: Mapping[str, Any]) -> int:
@@ -481,7 +464,7 @@ def _rate_rows(config: Mapping[str, Any]) -> int:
     the construction of every placement (if any length has one); training: one per read-out."""
     theory = _counting(config)["theory"]
     classification = len(PLACEMENTS) if _classified(theory) else 0
-    return 2 * REGRESSION_RATE_PLACEMENTS + classification + len(_trained_readouts(config))
+    return 2 * REGRESSION_RATE_PLACEMENTS + classification + len(READOUTS)
 
 
 def _reference_rows(config: Mapping[str, Any]) -> int:
@@ -520,14 +503,19 @@ COUNTING_TABLES = (
             _int("L", 1),
             _positive("B"),  # inf: the unconstrained run
             _int("seed"),
+            _int("round", 0),  # 0: the unconstrained run; 1, 2, ...: bisection rounds
+            _float("bracket_low", nan=True, low=0.0, low_open=True),  # NaN: unconstrained
+            _float("bracket_high", nan=True, low=0.0, low_open=True),
             _int("steps", 0),
             _fraction("accuracy"),
             _fraction("balanced_accuracy"),
             _float("first_failing_count", nan=True, low=0.0),  # NaN: every count correct
             _float("max_vector_norm", low=0.0, nan=True, inf=True),
+            _float("max_error", low=0.0, nan=True, inf=True),  # NaN: classification, diverged
+            _float("logit_margin", nan=True, inf=True),  # NaN: regression, diverged
             *PROVENANCE[1:],  # the rows carry their own seeds
         ),
-        _training_rows,
+        # no row count: the bisection stops a seed once its bracket is resolved
     ),
     TableSchema(
         "counting/geometry.csv",
@@ -551,9 +539,15 @@ COUNTING_TABLES = (
             READOUT,
             _int("d", 1),
             _int("L", 1),
-            _positive("bmin"),  # inf: no bound of the grid counts
+            _positive("bmin"),  # inf: training failed at the upper bracket for every seed
+            _positive("bmin_low"),  # the largest B known to fail below bmin (or the bracket's low)
+            _float("lower_bound", nan=True, low=0.0, low_open=True),  # NaN: classification
+            _float("ratio", nan=True, inf=True, low=0.0),  # bmin / lower_bound
+            _positive("bracket_high"),
             Column("reached", "bool"),
-            _str("bounds_tried"),
+            _int("seeds_reached", 0),
+            _int("runs", 1),
+            _int("rounds", 1),
         ),
         _empirical_rows,
     ),

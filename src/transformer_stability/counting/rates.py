@@ -12,7 +12,21 @@ import pandas as pd
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.theory import fitted_exponent, predicted_exponent
 
-EMPIRICAL_COLUMNS = ["placement", "readout", "d", "L", "bmin", "reached", "bounds_tried"]
+EMPIRICAL_COLUMNS = [
+    "placement",
+    "readout",
+    "d",
+    "L",
+    "bmin",
+    "bmin_low",
+    "lower_bound",
+    "ratio",
+    "bracket_high",
+    "reached",
+    "seeds_reached",
+    "runs",
+    "rounds",
+]
 RATE_COLUMNS = ["placement", "readout", "source", "fitted_exponent", "predicted_exponent"]
 EXPONENT_COLUMNS = [
     "placement",
@@ -30,24 +44,46 @@ REFERENCE_PLACEMENTS = ("none", "post_bare", "post_learned")
 REFERENCE_OFFSET = 1.6  # reference lines pass this factor above the construction's last point
 
 
+def _seed_bracket(runs: pd.DataFrame) -> tuple[float, float]:
+    """(largest B known to fail below the smallest success, smallest success) of one seed's
+    bisection runs; (upper bracket, inf) when nothing succeeded."""
+    ok = runs.loc[runs["accuracy"] >= 1.0, "B"]
+    if ok.empty:
+        return float(runs["B"].max()), math.inf
+    high = float(ok.min())
+    failed = runs.loc[(runs["accuracy"] < 1.0) & (runs["B"] < high), "B"]
+    low = float(failed.max()) if len(failed) else float(runs["bracket_low"].iloc[0])
+    return low, high
+
+
 def empirical_bmin(training: pd.DataFrame) -> pd.DataFrame:
-    """Smallest B of the grid at which some seed counts the whole grid exactly; lengths where
-    no B succeeds are kept with bmin = inf and reached = False."""
-    constrained = training[np.isfinite(training["B"])]
+    """B_min(L) of the bisection: the smallest B at which some seed counts the whole grid
+    exactly, with the bracket below it (bmin_low: a failed probe or the theory's lower bound,
+    which regression's bracket starts from, so ratio = bmin / lower_bound); bmin = inf and
+    reached = False only when every seed failed at the upper bracket."""
+    constrained = training[training["round"] > 0]
     rows = []
     for (placement, readout, d, length), part in constrained.groupby(
         ["placement", "readout", "d", "L"]
     ):
-        ok = part.loc[part["accuracy"] >= 1.0, "B"]
+        per_seed = {seed: _seed_bracket(runs) for seed, runs in part.groupby("seed")}
+        low, high = min(per_seed.values(), key=lambda bracket: (bracket[1], -bracket[0]))
+        bound = float(part["bracket_low"].iloc[0]) if readout == "regression" else math.nan
         rows.append(
             {
                 "placement": placement,
                 "readout": readout,
                 "d": d,
                 "L": length,
-                "bmin": float(ok.min()) if len(ok) else math.inf,
-                "reached": bool(len(ok)),
-                "bounds_tried": " ".join(f"{b:g}" for b in sorted(part["B"].unique())),
+                "bmin": high,
+                "bmin_low": low,
+                "lower_bound": bound,
+                "ratio": high / bound,
+                "bracket_high": float(part["bracket_high"].iloc[0]),
+                "reached": math.isfinite(high),
+                "seeds_reached": sum(math.isfinite(h) for _, h in per_seed.values()),
+                "runs": len(part),
+                "rounds": int(part["round"].max()),
             }
         )
     return pd.DataFrame(rows, columns=EMPIRICAL_COLUMNS)
