@@ -75,3 +75,12 @@ def test_empirical_bmin_is_inf_only_when_the_upper_bracket_fails():
     rows = _rows(0, [(1, 2.0, False), (1, 3.0, False)])
     row = empirical_bmin(pd.DataFrame(rows)).iloc[0]
     assert row["bmin"] == math.inf and not row["reached"] and row["bmin_low"] == 3.0
+
+
+def test_an_unproven_floor_is_probed_first_and_closes_the_bracket_when_it_succeeds():
+    floor = Bracket(0.05, 0.5, low_proven=False)
+    values = probes(floor, 3)
+    np.testing.assert_allclose(values, [0.05, 0.5**0.5 * 0.05**0.5, 0.5])
+    closed = update(floor, values, np.array([True, True, True]))
+    assert (closed.low, closed.high, closed.state) == (0.05, 0.05, "reached")
+    assert closed.done(0.01)

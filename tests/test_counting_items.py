@@ -12,6 +12,7 @@ from transformer_stability.config import validate_config
 from transformer_stability.counting.items import geometry_item, theory_items, train_items
 from transformer_stability.counting.rates import (
     EXPONENT_COLUMNS,
+    RATE_COLUMNS,
     exponent_table,
     reference_slopes,
 )
@@ -131,11 +132,11 @@ def test_reference_laws_pass_above_the_last_construction_with_the_predicted_expo
 def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
     rates = pd.DataFrame(
         [
-            ("post_learned", "regression", source, value, 0.75)
+            ("post_learned", "regression", source, value, 0.75, 16, 64, 3)
             for source, value in (("lower_bound", 0.7), ("construction", 0.8), ("training", 0.9))
         ]
-        + [("none", "classification", "construction", 0.0, 0.0)],
-        columns=["placement", "readout", "source", "fitted_exponent", "predicted_exponent"],
+        + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
+        columns=RATE_COLUMNS,
     )
     walls = pd.DataFrame(
         [("pre_bare", "regression", 16, 99), ("pre_bare", "regression", 8, 34)],
@@ -156,3 +157,5 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
         0.9,
     )
     assert table.iloc[1]["note"] == "wall: no B counts beyond L = 34 (d = 8)"
+    assert post["training_window"] == "16-64, 3 pts"
+    assert table.iloc[0]["construction_window"] == "8-512, 3 pts"

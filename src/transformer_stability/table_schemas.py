@@ -461,10 +461,11 @@ def _empirical_rows(config: Mapping[str, Any]) -> int:
 
 def _rate_rows(config: Mapping[str, Any]) -> int:
     """Regression: lower bound and construction of every placement with a rate; classification:
-    the construction of every placement (if any length has one); training: one per read-out."""
+    the construction's norm and relative margin of every placement (if any length has one);
+    training: one per read-out."""
     theory = _counting(config)["theory"]
     classification = len(PLACEMENTS) if _classified(theory) else 0
-    return 2 * REGRESSION_RATE_PLACEMENTS + classification + len(READOUTS)
+    return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + len(READOUTS)
 
 
 def _reference_rows(config: Mapping[str, Any]) -> int:
@@ -494,6 +495,24 @@ COUNTING_TABLES = (
         lambda config: len(_counting(config)["theory"]["widths"]),
     ),
     TableSchema(
+        "counting/precision.csv",
+        "gather",
+        (
+            PLACEMENT,
+            READOUT,
+            _int("d", 1),
+            _int("L", 1),
+            _int("parameters", 1),
+            _positive("max_norm", inf=False),
+            _str("format", ("float32", "float64")),  # the float format evaluated
+            _fraction("accuracy"),
+            _float("margin"),  # gap to the rounding threshold; negative: some point wrong
+            _float("output_scale", low=0.0),
+            _float("relative_margin", nan=True, low=0.0),  # NaN: not exact in this format
+        ),
+        # no row count: bare pre-norm has no regression construction past its wall
+    ),
+    TableSchema(
         "counting/training.csv",
         "gather",
         (
@@ -513,6 +532,7 @@ COUNTING_TABLES = (
             _float("max_vector_norm", low=0.0, nan=True, inf=True),
             _float("max_error", low=0.0, nan=True, inf=True),  # NaN: classification, diverged
             _float("logit_margin", nan=True, inf=True),  # NaN: regression, diverged
+            _float("relative_margin", nan=True, low=0.0, inf=True),  # NaN: not exact
             *PROVENANCE[1:],  # the rows carry their own seeds
         ),
         # no row count: the bisection stops a seed once its bracket is resolved
@@ -557,9 +577,13 @@ COUNTING_TABLES = (
         (
             PLACEMENT,
             READOUT,
-            _str("source", ("lower_bound", "construction", "training")),
+            # margin: the classification constructions' relative logit margin (precision.csv)
+            _str("source", ("lower_bound", "construction", "training", "margin")),
             _float("fitted_exponent", nan=True, inf=True),  # NaN: fewer than 2 finite points
-            _float("predicted_exponent"),
+            _float("predicted_exponent", nan=True),  # NaN: margin rows, no prediction
+            _int("fit_from", 0),  # the fit's first and last length (0: no finite point)
+            _int("fit_to", 0),
+            _int("fit_points", 0),
         ),
         _rate_rows,
     ),
@@ -574,6 +598,8 @@ COUNTING_TABLES = (
                 _float(s, nan=True, inf=True)
                 for s in ("predicted", "lower_bound", "construction", "training")
             ),
+            # each fit's window, "16-64, 3 pts"; empty: no fit
+            *(_str(f"{s}_window", nan=True) for s in ("lower_bound", "construction", "training")),
             _str("note", nan=True),
         ),  # fmt: skip
         # no row count: pivoting the rates drops a (placement, read-out) whose every fitted
@@ -617,6 +643,7 @@ CHUNKS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"apjn/items/train/[^/]+\.csv", "apjn/trainability.csv", "apjn_train"),
         (r"counting/items/theory/[^/]+\.csv", "counting/bmin_theory.csv", "counting_theory"),
         (r"counting/items/walls/[^/]+\.csv", "counting/walls.csv", "counting_theory"),
+        (r"counting/items/precision/[^/]+\.csv", "counting/precision.csv", "counting_theory"),
         (r"counting/items/training/[^/]+\.csv", "counting/training.csv", "counting_training"),
         (r"numerics/items/gpt2/[^/]+_errors\.csv", "numerics/gpt2_errors.csv", "numerics_gpt2"),
         (

@@ -15,6 +15,7 @@ COUNTING_THEORY = sweep(
     {
         "counting/bmin_theory": "results/counting/items/theory/{chunk}.csv",
         "counting/walls": "results/counting/items/walls/{chunk}.csv",
+        "counting/precision": "results/counting/items/precision/{chunk}.csv",
     },
 )
 COUNTING_TRAIN = sweep(
@@ -30,6 +31,7 @@ rule counting_theory:
     output:
         theory="results/counting/items/theory/{chunk}.csv",
         walls="results/counting/items/walls/{chunk}.csv",
+        precision="results/counting/items/precision/{chunk}.csv",
     log:
         "results/logs/counting/theory/{chunk}.log",
     benchmark:
@@ -105,6 +107,7 @@ rule counting_rates:
     input:
         theory="results/counting/bmin_theory.csv",
         training="results/counting/training.csv",
+        precision="results/counting/precision.csv",
         sources=code("counting_rates.py"),
     output:
         empirical="results/counting/empirical_bmin.csv",

@@ -3,9 +3,11 @@
 A bracket (low, high) holds a B known or proven to fail (the theory's lower bound, below
 which no parameters count) and a B at which training counts exactly. One round probes `probes`
 values of B geometrically inside the bracket (the first round includes `high` itself, which is
-not yet known to succeed); all seeds' probes of a round are one batched training. After the
-round the bracket becomes (largest failing probe below the smallest success, smallest success).
-Success is assumed monotone in B; a probe above a success that fails is recorded, not used.
+not yet known to succeed, and `low` too when nothing proves that it fails: the classification
+floor); all seeds' probes of a round are one batched training. After the round the bracket
+becomes (largest failing probe below the smallest success, smallest success); a success at an
+unproven floor closes the bracket there (B_min <= low). Success is assumed monotone in B; a
+probe above a success that fails is recorded, not used.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Bracket:
     low: float
     high: float
     state: str = "open"
+    low_proven: bool = True  # False: low is a floor, probed in the first round
 
     @property
     def ratio(self) -> float:
@@ -41,8 +44,10 @@ def probes(bracket: Bracket, count: int) -> np.ndarray:
     is not known to succeed (first round), strictly inside afterwards."""
     if bracket.state == "reached":
         fractions = np.arange(1, count + 1) / (count + 1)
-    else:
+    elif bracket.low_proven or count == 1:
         fractions = np.arange(1, count + 1) / count
+    else:
+        fractions = np.arange(count) / (count - 1)
     return bracket.low * bracket.ratio**fractions
 
 
@@ -54,4 +59,4 @@ def update(bracket: Bracket, tried: np.ndarray, success: np.ndarray) -> Bracket:
         return Bracket(float(tried[-1]), bracket.high, "reached")
     first = int(np.flatnonzero(success)[0])
     low = float(tried[first - 1]) if first > 0 else bracket.low
-    return Bracket(low, float(tried[first]), "reached")
+    return Bracket(min(low, float(tried[first])), float(tried[first]), "reached")

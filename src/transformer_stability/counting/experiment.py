@@ -42,6 +42,7 @@ TRAINING_COLUMNS = [
     "max_vector_norm",
     "max_error",
     "logit_margin",
+    "relative_margin",
 ]
 
 
@@ -65,14 +66,14 @@ def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
 
 def initial_bracket(spec: ModelSpec, bisection: Bisection) -> Bracket:
     """Regression: (the theory's lower bound, upper_factor x the verified construction's norm);
-    classification: the configured (low, high)."""
+    classification: the configured (low, high), whose low is only a floor (probed too)."""
     if spec.readout == "regression":
         found = construct(spec, bisection.margin)
         if found is None:
             raise RuntimeError(f"no construction to bracket {spec}")
         low = lower_bound(spec.placement, spec.length, spec.d)
         return Bracket(low, bisection.upper_factor * found.max_norm)
-    return Bracket(bisection.low, bisection.high)
+    return Bracket(bisection.low, bisection.high, low_proven=False)
 
 
 def _frame(spec: ModelSpec, runs: list[tuple[float, int]], metrics: dict, **fixed) -> pd.DataFrame:

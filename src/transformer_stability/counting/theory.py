@@ -256,6 +256,12 @@ def predicted_exponent(placement: str, readout: str) -> float:
     )
 
 
+def fit_window(lengths: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
+    """The lengths an exponent fit uses: the last `points` with a finite positive value."""
+    keep = np.isfinite(values) & (np.asarray(values, float) > 0)
+    return np.asarray(lengths, float)[keep][-points:]
+
+
 def fitted_exponent(lengths: np.ndarray, values: np.ndarray, points: int) -> float:
     """Slope of log B vs log L over the last `points` finite points of a curve."""
     keep = np.isfinite(values) & (values > 0)

@@ -195,18 +195,23 @@ def evaluate(
     smallest count with an error (nan if none), the largest trainable-vector norm, and how
     close to the exactness criterion the run is: the largest |y - c| (regression; exact iff
     < 1/2) or the smallest logit margin, true logit minus the best other (classification;
-    exact iff > 0); the other one is nan."""
+    exact iff > 0), the other one nan, and the gap to the threshold over the largest output
+    (the relative precision the run needs; nan if not exact)."""
     nan = np.full(params.runs, np.nan)
     with torch.no_grad():
         out = grid_forward(spec, params, c, m)
         if spec.readout == "regression":
             error = (out - c.to(out.dtype)).abs()
             correct = error < 0.5
+            gap = 0.5 - error.amax(1)
             gaps = {"max_error": error.amax(1).double().cpu().numpy(), "logit_margin": nan}
         else:
             correct = out.argmax(-1) == c
-            margin = logit_margins(out, c).amin(1).double().cpu().numpy()
-            gaps = {"max_error": nan, "logit_margin": margin}
+            gap = logit_margins(out, c).amin(1)
+            gaps = {"max_error": nan, "logit_margin": gap.double().cpu().numpy()}
+        scale = out.abs().reshape(params.runs, -1).amax(1)
+        relative = torch.where(gap > 0, gap / scale, torch.nan)
+        gaps["relative_margin"] = relative.double().cpu().numpy()
     correct = correct.cpu().numpy()
     cc = c.cpu().numpy()
     per_count = np.stack([correct[:, cc == k].mean(1) for k in range(spec.length + 1)], 1)
