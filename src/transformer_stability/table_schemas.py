@@ -495,6 +495,21 @@ COUNTING_TABLES = (
         lambda config: len(_counting(config)["theory"]["widths"]),
     ),
     TableSchema(
+        "counting/residual.csv",
+        "counting_residual",
+        (
+            PLACEMENT,
+            _str("attention", ("softmax", "linear")),
+            _int("d", 1),
+            _int("L", 1),
+            _str("source", ("lower_bound", "construction")),
+            _float("target_error", low=0.0, high=0.5),
+            _positive("B", inf=False),
+            _float("max_error", low=0.0, high=0.5),  # measured on the grid (construction)
+        ),
+        lambda config: 6 * len(set(_counting(config)["residual"]["errors"])) + 1,
+    ),
+    TableSchema(
         "counting/precision.csv",
         "gather",
         (

@@ -5,6 +5,7 @@
 # and the exponent table, so the plot rules only draw tables.
 from transformer_stability.counting.items import (
     geometry_item,
+    residual_item,
     theory_items,
     train_items,
 )
@@ -62,6 +63,23 @@ rule counting_geometry:
         item=geometry_item(config["counting"], config["seed"]),
     script:
         "../scripts/counting_geometry.py"
+
+
+rule counting_residual:
+    input:
+        sources=code("counting_residual.py"),
+    output:
+        "results/counting/residual.csv",
+    log:
+        "results/logs/counting/residual.log",
+    benchmark:
+        "results/benchmarks/counting/residual.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        item=residual_item(config["counting"], config["seed"]),
+    script:
+        "../scripts/counting_residual.py"
 
 
 rule counting_training:

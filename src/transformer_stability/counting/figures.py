@@ -459,6 +459,73 @@ def plot_precision(
     return fig
 
 
+def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
+    """C7: the smallest B that keeps max |y - c| within a target, per placement (lower bound
+    and construction), the trained learned-post-norm runs at the same L, and linear attention,
+    which reaches 0 at a norm that does not depend on L."""
+    set_style()
+    length, d = int(residual["L"].iloc[0]), int(residual["d"].iloc[0])
+    fig = Figure(figsize=(8.5, 5.6), layout="constrained")
+    ax = fig.subplots()
+    softmax = residual[residual["attention"] == "softmax"]
+    for placement, part in softmax.groupby("placement", sort=False):
+        color = PLACEMENT_COLORS[placement]
+        for source, style in (("lower_bound", "--"), ("construction", "-o")):
+            rows = part[part["source"] == source].sort_values("B")
+            ax.plot(
+                rows["B"],
+                rows["max_error"],
+                style,
+                color=color,
+                ms=4,
+                label=f"{PLACEMENT_LABELS[placement]}, {source.replace('_', ' ')}",
+            )
+    runs = training[(training["readout"] == "regression") & (training["L"] == length)]
+    runs = runs[np.isfinite(runs["B"]) & np.isfinite(runs["max_error"])]
+    if len(runs):
+        ax.scatter(
+            runs["B"],
+            runs["max_error"],
+            marker="x",
+            s=22,
+            color=PLACEMENT_COLORS["post_learned"],
+            label="trained post-norm (learned gain), every bisection run",
+        )
+    ax.axhline(0.5, color="k", lw=0.8, ls=":")
+    ax.text(
+        0.99,
+        0.5,
+        "exact after rounding below 1/2",
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        transform=ax.get_yaxis_transform(),
+    )
+    linear = residual[residual["attention"] == "linear"].iloc[0]
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="norm bound B (largest vector norm)",
+        ylabel="best attainable max |y - c| on the grid",
+    )
+    floor = ax.get_ylim()[0]
+    ax.annotate(
+        f"linear attention: max error {linear['max_error']:.0e} (float64 rounding of 0)\n"
+        f"at B = {linear['B']:.3g}, the same at every L",
+        xy=(linear["B"], floor),
+        xytext=(linear["B"] * 1.3, floor * 2.5),
+        fontsize=7,
+        arrowprops={"arrowstyle": "->", "color": "0.3"},
+    )
+    ax.scatter([linear["B"]], [floor], marker="v", s=50, color="0.3", clip_on=False, zorder=5)
+    ax.legend(fontsize=7, frameon=False, loc="upper right")
+    fig.suptitle(
+        f"C7: softmax regression is never exact: the error falls with B but reaches 0 only as "
+        f"B -> inf (L = {length}, d = {d})"
+    )
+    return fig
+
+
 # --- the registry's declarations of Study C's figures (see transformer_stability/registry.py) ---
 
 
@@ -616,5 +683,31 @@ parameters rounded too) lose exactness once the margin falls below float32's res
 results/counting/precision.csv.
 """,
         labels=_labels("C6", "storage and precision", "none, pre, post (bare and learned)"),
+    ),
+    FigureSpec(
+        name="counting_residual",
+        code="C7",
+        study="counting",
+        tables={
+            "residual": "results/counting/residual.csv",
+            "training": "results/counting/training.csv",
+        },
+        plot=plot_residual,
+        caption="""\
+C7. Softmax regression never counts exactly with finite parameters: at L = {{
+config["counting"]["residual"]["length"] }} (d = {{ config["counting"]["theory"]["widths"][0]
+}}), the smallest norm bound B that keeps max |y - c| over the whole grid within a target error,
+for the no-norm, bare post-norm and learned post-norm models. Dashed: the reduced problem's
+lower bound (on the m = 0 line; no parameters with a smaller B do better); solid: constructions
+verified on the whole grid (their measured error). The error crosses 1/2 at B_min and keeps
+falling, but only as a power of B (the lower bounds' B grows as the error^(-1/2), or
+error^(-1/4) with a learned gain), so it reaches 0 only as B -> infinity: the read-out sees c
+only through a strictly nonlinear function (the saturation alpha c / (1 + alpha c) without a
+norm, the cosine of a direction moving along a line with post-norm). Crosses: the
+trained learned-post-norm runs at this L (C4's bisection). Triangle: linear attention's
+construction, exact (error 0 up to float64 rounding) at B = sqrt(2) at every L. Data:
+results/counting/residual.csv, results/counting/training.csv.
+""",
+        labels=_labels("C7", "best error vs B", "none, post (bare and learned)"),
     ),
 )

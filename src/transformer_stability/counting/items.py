@@ -115,6 +115,29 @@ def _bisection(counting: dict[str, Any], readout: str) -> Bisection:
     )
 
 
+@dataclass(frozen=True)
+class ResidualItem:
+    """The best attainable max |y - c| against B at one (d, L): no-norm and post-norm softmax
+    regression, and linear attention."""
+
+    d: int
+    length: int
+    errors: tuple[float, ...]
+    seed: int  # provenance only
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+def residual_item(counting: dict[str, Any], seed: int) -> ResidualItem:
+    """At the first theory width, counting.residual.length and its target errors."""
+    residual = counting["residual"]
+    return ResidualItem(
+        counting["theory"]["widths"][0], residual["length"], tuple(residual["errors"]), seed
+    )
+
+
 def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
     """One item per (read-out, L): regression lengths first, then classification, each in
     increasing L; every item trains seeds seed .. seed + training.seeds - 1."""

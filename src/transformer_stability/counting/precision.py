@@ -18,7 +18,7 @@ from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.training import logit_margins
 
-FORMATS = {"float32": torch.float32, "float64": torch.float64}
+FORMATS = {"float64": torch.float64, "float32": torch.float32}
 
 
 def parameter_count(spec: ModelSpec) -> int:

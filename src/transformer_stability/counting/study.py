@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from transformer_stability.counting.constructions import construct
-from transformer_stability.counting.items import GeometryItem, TheoryItem
+from transformer_stability.counting.constructions import HALF, construct, grid_errors
+from transformer_stability.counting.items import GeometryItem, ResidualItem, TheoryItem
 from transformer_stability.counting.model import ModelSpec, grid_representation
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.counting.precision import FORMATS, grid_margins, parameter_count
@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 THEORY_COLUMNS = ["placement", "attention", "readout", "d", "L", "bound", "bmin"]
 GEOMETRY_COLUMNS = ["placement", "readout", "d", "L", "c", "x", "y", "radius"]
 WALL_COLUMNS = ["placement", "readout", "d", "max_length"]
+RESIDUAL_COLUMNS = ["placement", "attention", "d", "L", "source", "target_error", "B", "max_error"]
+RESIDUAL_PLACEMENTS = ("none", "post_bare", "post_learned")
 PRECISION_COLUMNS = [
     "placement",
     "readout",
@@ -40,10 +42,10 @@ PRECISION_COLUMNS = [
 ]
 
 
-def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]]) -> float:
+def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | None) -> float:
     """Norm of the spec's construction (inf if none exists), after checking that it counts
     the whole grid exactly in float64; appends its storage and margins in every float format
-    to `precision`."""
+    to `precision` (None: float64 only, nothing recorded)."""
     found = construct(spec, margin)
     if found is None:
         return math.inf
@@ -55,10 +57,13 @@ def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]]) ->
         "parameters": parameter_count(spec),
         "max_norm": found.max_norm,
     }
-    for name, dtype in FORMATS.items():
-        precision.append(base | {"format": name} | grid_margins(found, dtype))
-        if name == "float64" and precision[-1]["accuracy"] < 1.0:
+    formats = FORMATS if precision is not None else {"float64": FORMATS["float64"]}
+    for name, dtype in formats.items():
+        row = base | {"format": name} | grid_margins(found, dtype)
+        if name == "float64" and row["accuracy"] < 1.0:
             raise RuntimeError(f"construction {spec} fails on the grid")
+        if precision is not None:
+            precision.append(row)
     return found.max_norm
 
 
@@ -90,7 +95,7 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
     d, margin, rows, precision = item.d, item.margin, [], []
     for placement in PLACEMENTS:
         for length in item.lengths:
-            measured = precision if length <= item.classification_max_length else []
+            measured = precision if length <= item.classification_max_length else None
             rows += _theory_rows(placement, d, length, margin, measured)
             if length <= item.classification_max_length:
                 spec = ModelSpec(placement, "classification", d, length)
@@ -115,7 +120,7 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
                         "d": d,
                         "L": length,
                         "bound": "construction",
-                        "bmin": _checked(linear, margin, []),
+                        "bmin": _checked(linear, margin, None),
                     }
                 )
             log.info("%s d=%d L=%d: %s", placement, d, length, rows[-1]["bmin"])
@@ -165,3 +170,42 @@ def geometry_table(item: GeometryItem) -> pd.DataFrame:
                 )
             )
     return pd.concat(frames, ignore_index=True)[GEOMETRY_COLUMNS]
+
+
+def residual_table(item: ResidualItem) -> pd.DataFrame:
+    """The smallest B at which softmax regression keeps max |y - c| <= e on the grid, for each
+    target error e: the lower bound of the reduced problem (no parameters with a smaller B do
+    better) and a construction with that error (verified on the whole grid: `max_error` is its
+    measured error); linear attention's construction (error 0 up to rounding) at any L."""
+    d, length, rows = item.d, item.length, []
+    for placement in RESIDUAL_PLACEMENTS:
+        spec = ModelSpec(placement, "regression", d, length)
+        for error in item.errors:
+            base = {"placement": placement, "attention": "softmax", "target_error": error}
+            bound = lower_bound(placement, length, d, error)
+            found = construct(spec, HALF - error)
+            rows.append(base | {"source": "lower_bound", "B": bound, "max_error": error})
+            measured = grid_errors(found)[0]
+            rows.append(
+                base | {"source": "construction", "B": found.max_norm, "max_error": measured}
+            )
+            log.info(
+                "%s L=%d error %g: B >= %.4g, construction %.4g",
+                placement,
+                length,
+                error,
+                bound,
+                found.max_norm,
+            )
+    linear = construct(ModelSpec("none", "regression", d, length, attention="linear"))
+    rows.append(
+        {
+            "placement": "none",
+            "attention": "linear",
+            "target_error": 0.0,
+            "source": "construction",
+            "B": linear.max_norm,
+            "max_error": grid_errors(linear)[0],
+        }
+    )
+    return pd.DataFrame(rows).assign(d=d, L=length)[RESIDUAL_COLUMNS]
