@@ -505,7 +505,7 @@ COUNTING_TABLES = (
             _str("source", ("lower_bound", "construction")),
             _float("target_error", low=0.0, high=0.5),
             _positive("B", inf=False),
-            _float("max_error", low=0.0, high=0.5),  # measured on the grid (construction)
+            _float("max_error", low=0.0),  # measured on the grid (construction)
         ),
         lambda config: 6 * len(set(_counting(config)["residual"]["errors"])) + 1,
     ),
@@ -691,8 +691,8 @@ def schema_for(path: str | Path) -> TableSchema | None:
 
 
 def read_dtypes(schema: TableSchema) -> dict[str, type]:
-    """What `read_table` passes to pandas: str columns stay strings (a single bound '1' of
-    bounds_tried would otherwise be read as a number)."""
+    """What `read_table` passes to pandas: str columns stay strings (a number-like text such
+    as '1' would otherwise be read as a number)."""
     return {c.name: str for c in schema.columns if c.kind == "str"}
 
 
