@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 from transformer_stability.plotting import FigureSpec, set_style
 from transformer_stability.vocabulary import PLACEMENT_COLORS, PLACEMENT_LABELS, READOUT_COLORS
@@ -222,6 +223,9 @@ def _bmin_panel(ax, runs: pd.DataFrame, found: pd.DataFrame, color: str, fit: st
         )
     ax.plot(found["L"], found["bracket_high"], ":", color="0.5", lw=1, label="upper bracket")
     ax.set(yscale="log", xlabel="length L", ylabel="norm bound B")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     _length_axis(ax, sorted(found["L"].unique()))
 
 
@@ -411,11 +415,12 @@ def plot_precision(
     for bits, name in ((24, "float32"), (53, "float64")):
         ax_margin.axhline(2.0**-bits, color="0.3", lw=0.8, ls=":")
         ax_margin.text(
-            prec["L"].min(),
+            prec["L"].max(),
             2.0**-bits * 1.6,
             f"{name} unit roundoff $2^{{-{bits}}}$",
             fontsize=7,
             color="0.3",
+            ha="right",
         )
     for (placement, readout), part in f32.groupby(["placement", "readout"]):
         part = part.sort_values("L")
