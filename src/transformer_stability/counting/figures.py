@@ -77,13 +77,26 @@ def plot_bmin(
     ax = fig.subplots()
     reg = theory[(theory["readout"] == "regression") & (theory["attention"] == "softmax")]
     for placement in PLACEMENTS:
-        for bound, style in (("construction", "-o"), ("lower_bound", "--")):
+        # lower bounds wide and translucent underneath, constructions thin on top: curves that
+        # coincide (the no-norm bound and the learned-pre-norm construction) stay visible
+        for bound, style, width, alpha, z in (
+            ("lower_bound", "--", 2.6, 0.45, 2),
+            ("construction", "-o", 1.0, 1.0, 3),
+        ):
             part = reg[(reg["placement"] == placement) & (reg["bound"] == bound)].sort_values("L")
             part = part[np.isfinite(part["bmin"])]
             fit = _fit_label(rates, placement, "regression", bound)
             label = f"{PLACEMENT_LABELS[placement]}, {bound.replace('_', ' ')}{fit}"
             ax.plot(
-                part["L"], part["bmin"], style, color=PLACEMENT_COLORS[placement], ms=3, label=label
+                part["L"],
+                part["bmin"],
+                style,
+                color=PLACEMENT_COLORS[placement],
+                ms=3,
+                lw=width,
+                alpha=alpha,
+                zorder=z,
+                label=label,
             )
     linear = theory[theory["attention"] == "linear"].sort_values("L")
     ax.plot(linear["L"], linear["bmin"], ":s", color="0.4", ms=3, label="linear attention, no norm")
