@@ -139,6 +139,13 @@ def _length_axis(ax, lengths) -> None:
     ax.minorticks_off()
 
 
+def _log_ticks(ax) -> None:
+    """Labelled 1-2-5 ticks on a log y axis that spans less than a few decades."""
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _unconstrained(training: pd.DataFrame) -> pd.DataFrame:
     return training[~np.isfinite(training["B"])]
 
@@ -168,6 +175,7 @@ def plot_training(training: pd.DataFrame) -> Figure:
     ):
         ax.set(xlabel="length L", ylim=(-0.02, 1.05), title=title)
     ax_norm.set(yscale="log", xlabel="length L", title="largest trainable-vector norm")
+    _log_ticks(ax_norm)
     for ax in (ax_acc, ax_bal, ax_norm):
         _length_axis(ax, sorted(free["L"].unique()))
     ax_acc.legend(frameon=False)
@@ -236,9 +244,7 @@ def _bmin_panel(ax, runs: pd.DataFrame, found: pd.DataFrame, color: str, fit: st
         )
     ax.plot(found["L"], found["bracket_high"], ":", color="0.5", lw=1, label="upper bracket")
     ax.set(yscale="log", xlabel="length L", ylabel="norm bound B")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    _log_ticks(ax)
     _length_axis(ax, sorted(found["L"].unique()))
 
 
