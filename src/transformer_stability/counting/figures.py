@@ -62,7 +62,8 @@ def _fit_label(rates: pd.DataFrame, placement: str, readout: str, source: str) -
     ]
     if row.empty or not np.isfinite(row["fitted_exponent"].iloc[0]):
         return ""
-    return f" (slope {row['fitted_exponent'].iloc[0]:.2f})"
+    slope = f"{row['fitted_exponent'].iloc[0]:.2f}".replace("-0.00", "0.00")
+    return f" (slope {slope})"
 
 
 def plot_bmin(
@@ -489,7 +490,7 @@ def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
     which reaches 0 at a norm that does not depend on L."""
     set_style()
     length, d = int(residual["L"].iloc[0]), int(residual["d"].iloc[0])
-    fig = Figure(figsize=(8.5, 5.6), layout="constrained")
+    fig = Figure(figsize=(11, 5.6), layout="constrained")
     ax = fig.subplots()
     softmax = residual[residual["attention"] == "softmax"]
     for placement, part in softmax.groupby("placement", sort=False):
@@ -542,7 +543,7 @@ def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
         arrowprops={"arrowstyle": "->", "color": "0.3"},
     )
     ax.scatter([linear["B"]], [floor], marker="v", s=50, color="0.3", clip_on=False, zorder=5)
-    ax.legend(fontsize=7, frameon=False, loc="upper right")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(
         f"C7: softmax regression is never exact: the error falls with B but reaches 0 only as "
         f"B -> inf (L = {length}, d = {d})"
