@@ -48,7 +48,11 @@ def probes(bracket: Bracket, count: int) -> np.ndarray:
         fractions = np.arange(1, count + 1) / count
     else:
         fractions = np.arange(count) / (count - 1)
-    return bracket.low * bracket.ratio**fractions
+    values = bracket.low * bracket.ratio**fractions
+    if bracket.state == "open":  # the brackets' ends exactly, not up to rounding
+        values[-1] = bracket.high
+        values[0] = bracket.low if not bracket.low_proven and count > 1 else values[0]
+    return values
 
 
 def update(bracket: Bracket, tried: np.ndarray, success: np.ndarray) -> Bracket:
