@@ -12,6 +12,7 @@ from transformer_stability.config import validate_config
 from transformer_stability.counting.items import geometry_item, theory_items, train_items
 from transformer_stability.counting.rates import (
     EXPONENT_COLUMNS,
+    RATE_COLUMNS,
     exponent_table,
     reference_slopes,
 )
@@ -41,21 +42,27 @@ def test_one_training_item_per_readout_and_length_regression_first(counting):
     assert [item.id for item in items] == expected
 
 
-def test_a_training_item_runs_its_bounds_and_the_unconstrained_run_where_configured(schema):
-    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32], "bounds": [1, 2.5]}
+def test_a_training_item_bisects_and_runs_unconstrained_where_configured(schema):
+    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32]}
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
     items = {i.id: i for i in train_items(config["counting"], 10)}
-    assert items["regression_L8"].bounds == (1.0, 2.5)
-    assert items["regression_L16"].bounds == (1.0, 2.5, math.inf)
-    assert items["regression_L32"].bounds == (math.inf,)
+    assert items["regression_L8"].bisection is not None and not items["regression_L8"].unconstrained
+    assert items["regression_L16"].bisection is not None and items["regression_L16"].unconstrained
+    assert items["regression_L32"].bisection is None and items["regression_L32"].unconstrained
     assert all(i.seeds == (10, 11, 12) for i in items.values())
-    assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float32"}
+    assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float64"}
+    assert items["regression_L8"].bisection.low is None  # the theory brackets regression
+    assert items["classification_L8"].bisection.upper_factor is None
 
 
-def test_training_items_do_not_follow_the_theory_settings(counting):
-    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "margin": 0.1, "fit_points": 2}
-    changed = _with(counting, "theory", **theory)
-    assert train_items(changed, 0) == train_items(counting, 0)
+def test_training_items_follow_the_theory_margin_only_in_regression(counting):
+    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "fit_points": 2}
+    assert train_items(_with(counting, "theory", **theory), 0) == train_items(counting, 0)
+    before = train_items(counting, 0)
+    after = train_items(_with(counting, "theory", margin=0.1), 0)
+    for old, new in zip(before, after, strict=True):
+        bracketed = old.readout == "regression" and old.bisection is not None
+        assert (old == new) != bracketed
 
 
 def test_regression_items_do_not_follow_the_classification_logit_scales(counting):
@@ -73,12 +80,7 @@ def test_one_theory_item_per_width_and_the_geometry_at_the_first(counting):
     assert geometry_item(changed, 0).length == counting["geometry_length"]
 
 
-def test_the_training_job_never_imports_the_theory_nor_the_figures_the_model():
-    training = module_closure("transformer_stability.counting.experiment")
-    assert not {
-        "transformer_stability.counting.theory",
-        "transformer_stability.counting.constructions",
-    } & set(training)
+def test_the_figures_never_import_the_model_nor_the_theory():
     figures = module_closure("transformer_stability.counting.figures")
     assert not {
         "transformer_stability.counting.model",
@@ -130,11 +132,11 @@ def test_reference_laws_pass_above_the_last_construction_with_the_predicted_expo
 def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
     rates = pd.DataFrame(
         [
-            ("post_learned", "regression", source, value, 0.75)
+            ("post_learned", "regression", source, value, 0.75, 16, 64, 3)
             for source, value in (("lower_bound", 0.7), ("construction", 0.8), ("training", 0.9))
         ]
-        + [("none", "classification", "construction", 0.0, 0.0)],
-        columns=["placement", "readout", "source", "fitted_exponent", "predicted_exponent"],
+        + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
+        columns=RATE_COLUMNS,
     )
     walls = pd.DataFrame(
         [("pre_bare", "regression", 16, 99), ("pre_bare", "regression", 8, 34)],
@@ -155,3 +157,5 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
         0.9,
     )
     assert table.iloc[1]["note"] == "wall: no B counts beyond L = 34 (d = 8)"
+    assert post["training_window"] == "16-64, 3 pts"
+    assert table.iloc[0]["construction_window"] == "8-512, 3 pts"

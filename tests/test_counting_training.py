@@ -13,7 +13,9 @@ from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
     TrainConfig,
     init_params,
+    logit_margins,
     logit_scale_at,
+    p_mean_error,
     project,
     train_runs,
 )
@@ -75,18 +77,37 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
     np.testing.assert_allclose(scales.T.numpy(), expected)
 
 
-def test_a_training_item_trains_every_bound_and_seed_once(schema):
+def test_a_training_item_bisects_within_the_theory_bracket_then_runs_unconstrained(schema):
     from transformer_stability.config import validate_config
     from transformer_stability.counting.experiment import TRAINING_COLUMNS, training_table
     from transformer_stability.counting.items import train_items
 
-    sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4], "bounds": [1.0, 2.0]}
-    config = validate_config({"counting": {"training": {"regression": sweep}}}, schema)
+    sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4]}
+    bisection = {"probes": 2, "max_rounds": 2}
+    training = {"regression": sweep, "bisection": bisection}
+    config = validate_config({"counting": {"training": training}}, schema)
     item = next(i for i in train_items(config["counting"], 7) if i.id == "regression_L4")
     table = training_table(item, "cpu")
     assert list(table.columns) == TRAINING_COLUMNS
-    assert list(zip(table["B"], table["seed"], strict=True)) == [
-        (b, s) for b in (1.0, 2.0, math.inf) for s in (7, 8)
-    ]
-    assert (table["L"] == 4).all() and (table["steps"] == 5).all()
-    assert (table["max_vector_norm"][:4] <= table["B"][:4] * (1 + 1e-6)).all()
+    bisected = table[table["round"] > 0]
+    low = lower_bound("post_learned", 4, 8)
+    assert (bisected["bracket_low"] == low).all()
+    assert (bisected["B"] > low).all() and (bisected["B"] <= bisected["bracket_high"]).all()
+    first = bisected[bisected["round"] == 1]
+    assert list(first["seed"]) == [7, 7, 8, 8]
+    assert (first.groupby("seed")["B"].max() == first["bracket_high"].iloc[0]).all()
+    free = table[table["round"] == 0]
+    assert list(free["seed"]) == [7, 8] and np.isinf(free["B"]).all()
+    assert (bisected["max_vector_norm"] <= bisected["B"] * (1 + 1e-9)).all()
+    assert bisected["max_error"].notna().all() and bisected["logit_margin"].isna().all()
+    assert ((bisected["max_error"] < 0.5) == (bisected["accuracy"] == 1.0)).all()
+
+
+def test_p_mean_error_approaches_the_largest_error_and_logit_margins_sign_exactness():
+    out = torch.tensor([[0.0, 1.2, 2.0, 2.6]], dtype=torch.float64)
+    c = torch.arange(4)
+    w = torch.full((4,), 0.25, dtype=torch.float64)
+    assert p_mean_error(out, c, w, 2.0).item() == pytest.approx(math.sqrt(0.2**2 / 4 + 0.4**2 / 4))
+    assert p_mean_error(out, c, w, 4096.0).item() == pytest.approx(0.4, rel=1e-3)
+    logits = torch.tensor([[[2.0, 1.0, 0.0], [0.0, 1.0, 1.5]]], dtype=torch.float64)
+    np.testing.assert_allclose(logit_margins(logits, torch.tensor([0, 1])).numpy(), [[1.0, -0.5]])

@@ -306,11 +306,11 @@ def test_nan_and_inf_are_allowed_where_the_computation_makes_them(tmp_path):
 
 
 def test_text_columns_stay_text(tmp_path):
-    """A single bound is read as the text '1', not the number 1 (figures split the column)."""
+    """A number-like text is read as the text '1', not the number 1."""
     path = _edited(
-        tmp_path, "counting/empirical_bmin.csv", lambda t: t.__setitem__("bounds_tried", "1")
+        tmp_path, "counting/exponents.csv", lambda t: t.__setitem__("training_window", "1")
     )
-    assert read_table(path)["bounds_tried"].tolist() == ["1"] * 6
+    assert read_table(path)["training_window"].tolist() == ["1"] * 6
 
 
 def test_a_chunk_table_needs_its_item_column(tmp_path):
@@ -330,7 +330,7 @@ def test_a_chunk_table_needs_its_item_column(tmp_path):
 def test_an_invalid_table_is_never_written(tmp_path):
     path = results_path(tmp_path, "counting/rates.csv")
     table = valid_table(SCHEMAS["counting/rates.csv"], 4)
-    table.loc[2, "predicted_exponent"] = np.nan
+    table.loc[2, "fit_points"] = -1
     with pytest.raises(TableError) as error:
         write_table(table, path)
     message = str(error.value)
@@ -399,7 +399,8 @@ def test_row_counts_match_the_sweep_items(preset):
         assert rows(name) == sum(i.settings.samples * len(i.depths) for i in items)
     assert rows("apjn/trainability.csv") == sum(len(i.runs) for i in train_items(apjn, seed))
     training = counting_items(config["counting"], seed)
-    assert rows("counting/training.csv") == sum(len(i.bounds) * len(i.seeds) for i in training)
+    bisected = sum(i.bisection is not None for i in training)
+    assert rows("counting/empirical_bmin.csv") == bisected
     assert rows("counting/walls.csv") == len(theory_items(config["counting"], seed))
     groups = group_items(config["numerics"], seed)
     recursion = sum(2 * i.spec.shape()[0] * len(i.precisions) for i in groups)

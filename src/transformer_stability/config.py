@@ -105,10 +105,18 @@ def _cross_key_errors(config: dict[str, Any]) -> list[str]:
 
 
 def _counting_checks(counting: dict[str, Any]) -> list[tuple[bool, str, str]]:
-    """The fitted exponents need fit_points lengths; C2's classification panel needs a length."""
+    """The fitted exponents need fit_points lengths; C2's classification panel needs a length;
+    the classification bisection needs a bracket."""
     theory = counting["theory"]
     lengths = sorted(set(theory["lengths"]))
+    classification = counting["training"]["classification"]
     return [
+        (
+            classification["low"] < classification["high"],
+            "counting.training.classification.low",
+            f"{classification['low']} is not below counting.training.classification.high "
+            f"({classification['high']}): the bisection needs a bracket",
+        ),
         (
             len(lengths) >= theory["fit_points"],
             "counting.theory.fit_points",

@@ -468,35 +468,19 @@ def _theory_rows(config: Mapping[str, Any]) -> int:
     return len(theory["widths"]) * per_width
 
 
-def _training_rows(config: Mapping[str, Any]) -> int:
-    """Per read-out: every bound at every constrained length, B = inf at every unconstrained
-    length, each for every seed."""
-    training = _counting(config)["training"]
-    runs = 0
-    for readout in READOUTS:
-        sweep = training[readout]
-        runs += len(set(sweep["lengths"])) * len(sweep["bounds"])
-        runs += len(set(sweep["unconstrained_lengths"]))
-    return runs * training["seeds"]
-
-
-def _trained_readouts(config: Mapping[str, Any]) -> list[str]:
-    """The read-outs with an empirical B_min (some constrained length with some bound)."""
-    training = _counting(config)["training"]
-    return [r for r in READOUTS if training[r]["lengths"] and training[r]["bounds"]]
-
-
 def _empirical_rows(config: Mapping[str, Any]) -> int:
+    """One row per bisected (read-out, L)."""
     training = _counting(config)["training"]
-    return sum(len(set(training[r]["lengths"])) for r in _trained_readouts(config))
+    return sum(len(set(training[r]["lengths"])) for r in READOUTS)
 
 
 def _rate_rows(config: Mapping[str, Any]) -> int:
     """Regression: lower bound and construction of every placement with a rate; classification:
-    the construction of every placement (if any length has one); training: one per read-out."""
+    the construction's norm and relative margin of every placement (if any length has one);
+    training: one per read-out."""
     theory = _counting(config)["theory"]
     classification = len(PLACEMENTS) if _classified(theory) else 0
-    return 2 * REGRESSION_RATE_PLACEMENTS + classification + len(_trained_readouts(config))
+    return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + len(READOUTS)
 
 
 def _reference_rows(config: Mapping[str, Any]) -> int:
@@ -526,6 +510,39 @@ COUNTING_TABLES = (
         lambda config: len(_counting(config)["theory"]["widths"]),
     ),
     TableSchema(
+        "counting/residual.csv",
+        "counting_residual",
+        (
+            PLACEMENT,
+            _str("attention", ("softmax", "linear")),
+            _int("d", 1),
+            _int("L", 1),
+            _str("source", ("lower_bound", "construction")),
+            _float("target_error", low=0.0, high=0.5),
+            _positive("B", inf=False),
+            _float("max_error", low=0.0),  # measured on the grid (construction)
+        ),
+        lambda config: 6 * len(set(_counting(config)["residual"]["errors"])) + 1,
+    ),
+    TableSchema(
+        "counting/precision.csv",
+        "gather",
+        (
+            PLACEMENT,
+            READOUT,
+            _int("d", 1),
+            _int("L", 1),
+            _int("parameters", 1),
+            _positive("max_norm", inf=False),
+            _str("format", ("float32", "float64")),  # the float format evaluated
+            _fraction("accuracy"),
+            _float("margin"),  # gap to the rounding threshold; negative: some point wrong
+            _float("output_scale", low=0.0),
+            _float("relative_margin", nan=True, low=0.0),  # NaN: not exact in this format
+        ),
+        # no row count: bare pre-norm has no regression construction past its wall
+    ),
+    TableSchema(
         "counting/training.csv",
         "gather",
         (
@@ -535,14 +552,20 @@ COUNTING_TABLES = (
             _int("L", 1),
             _positive("B"),  # inf: the unconstrained run
             _int("seed"),
+            _int("round", 0),  # 0: the unconstrained run; 1, 2, ...: bisection rounds
+            _float("bracket_low", nan=True, low=0.0, low_open=True),  # NaN: unconstrained
+            _float("bracket_high", nan=True, low=0.0, low_open=True),
             _int("steps", 0),
             _fraction("accuracy"),
             _fraction("balanced_accuracy"),
             _float("first_failing_count", nan=True, low=0.0),  # NaN: every count correct
             _float("max_vector_norm", low=0.0, nan=True, inf=True),
+            _float("max_error", low=0.0, nan=True, inf=True),  # NaN: classification, diverged
+            _float("logit_margin", nan=True, inf=True),  # NaN: regression, diverged
+            _float("relative_margin", nan=True, low=0.0, inf=True),  # NaN: not exact
             *PROVENANCE[1:],  # the rows carry their own seeds
         ),
-        _training_rows,
+        # no row count: the bisection stops a seed once its bracket is resolved
     ),
     TableSchema(
         "counting/geometry.csv",
@@ -566,9 +589,15 @@ COUNTING_TABLES = (
             READOUT,
             _int("d", 1),
             _int("L", 1),
-            _positive("bmin"),  # inf: no bound of the grid counts
+            _positive("bmin"),  # inf: training failed at the upper bracket for every seed
+            _positive("bmin_low"),  # the largest B known to fail below bmin (or the bracket's low)
+            _float("lower_bound", nan=True, low=0.0, low_open=True),  # NaN: classification
+            _float("ratio", nan=True, inf=True, low=0.0),  # bmin / lower_bound
+            _positive("bracket_high"),
             Column("reached", "bool"),
-            _str("bounds_tried"),
+            _int("seeds_reached", 0),
+            _int("runs", 1),
+            _int("rounds", 1),
         ),
         _empirical_rows,
     ),
@@ -578,9 +607,13 @@ COUNTING_TABLES = (
         (
             PLACEMENT,
             READOUT,
-            _str("source", ("lower_bound", "construction", "training")),
+            # margin: the classification constructions' relative logit margin (precision.csv)
+            _str("source", ("lower_bound", "construction", "training", "margin")),
             _float("fitted_exponent", nan=True, inf=True),  # NaN: fewer than 2 finite points
-            _float("predicted_exponent"),
+            _float("predicted_exponent", nan=True),  # NaN: margin rows, no prediction
+            _int("fit_from", 0),  # the fit's first and last length (0: no finite point)
+            _int("fit_to", 0),
+            _int("fit_points", 0),
         ),
         _rate_rows,
     ),
@@ -595,6 +628,8 @@ COUNTING_TABLES = (
                 _float(s, nan=True, inf=True)
                 for s in ("predicted", "lower_bound", "construction", "training")
             ),
+            # each fit's window, "16-64, 3 pts"; empty: no fit
+            *(_str(f"{s}_window", nan=True) for s in ("lower_bound", "construction", "training")),
             _str("note", nan=True),
         ),  # fmt: skip
         # no row count: pivoting the rates drops a (placement, read-out) whose every fitted
@@ -638,6 +673,7 @@ CHUNKS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"apjn/items/train/[^/]+\.csv", "apjn/trainability.csv", "apjn_train"),
         (r"counting/items/theory/[^/]+\.csv", "counting/bmin_theory.csv", "counting_theory"),
         (r"counting/items/walls/[^/]+\.csv", "counting/walls.csv", "counting_theory"),
+        (r"counting/items/precision/[^/]+\.csv", "counting/precision.csv", "counting_theory"),
         (r"counting/items/training/[^/]+\.csv", "counting/training.csv", "counting_training"),
         (r"numerics/items/gpt2/[^/]+_errors\.csv", "numerics/gpt2_errors.csv", "numerics_gpt2"),
         (
@@ -670,8 +706,8 @@ def schema_for(path: str | Path) -> TableSchema | None:
 
 
 def read_dtypes(schema: TableSchema) -> dict[str, type]:
-    """What `read_table` passes to pandas: str columns stay strings (a single bound '1' of
-    bounds_tried would otherwise be read as a number)."""
+    """What `read_table` passes to pandas: str columns stay strings (a number-like text such
+    as '1' would otherwise be read as a number)."""
     return {c.name: str for c in schema.columns if c.kind == "str"}
 
 

@@ -5,6 +5,7 @@
 # and the exponent table, so the plot rules only draw tables.
 from transformer_stability.counting.items import (
     geometry_item,
+    residual_item,
     theory_items,
     train_items,
 )
@@ -15,6 +16,7 @@ COUNTING_THEORY = sweep(
     {
         "counting/bmin_theory": "results/counting/items/theory/{chunk}.csv",
         "counting/walls": "results/counting/items/walls/{chunk}.csv",
+        "counting/precision": "results/counting/items/precision/{chunk}.csv",
     },
 )
 COUNTING_TRAIN = sweep(
@@ -30,6 +32,7 @@ rule counting_theory:
     output:
         theory="results/counting/items/theory/{chunk}.csv",
         walls="results/counting/items/walls/{chunk}.csv",
+        precision="results/counting/items/precision/{chunk}.csv",
     log:
         "results/logs/counting/theory/{chunk}.log",
     benchmark:
@@ -60,6 +63,23 @@ rule counting_geometry:
         item=geometry_item(config["counting"], config["seed"]),
     script:
         "../scripts/counting_geometry.py"
+
+
+rule counting_residual:
+    input:
+        sources=code("counting_residual.py"),
+    output:
+        "results/counting/residual.csv",
+    log:
+        "results/logs/counting/residual.log",
+    benchmark:
+        "results/benchmarks/counting/residual.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        item=residual_item(config["counting"], config["seed"]),
+    script:
+        "../scripts/counting_residual.py"
 
 
 rule counting_training:
@@ -105,6 +125,7 @@ rule counting_rates:
     input:
         theory="results/counting/bmin_theory.csv",
         training="results/counting/training.csv",
+        precision="results/counting/precision.csv",
         sources=code("counting_rates.py"),
     output:
         empirical="results/counting/empirical_bmin.csv",

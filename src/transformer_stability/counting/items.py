@@ -11,7 +11,6 @@ act on classification logits only); its `id` names its rows in the chunk tables.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,21 +18,40 @@ from transformer_stability.counting.names import READOUTS
 
 
 @dataclass(frozen=True)
+class Bisection:
+    """How B_min of one (L, seed) is bracketed and bisected (counting/bisection.py). The
+    regression bracket is [theory lower bound, upper_factor x construction norm] of the
+    trained placement (computed in the job); classification, which has no lower bound that
+    grows with L, uses the fixed bracket [low, high]."""
+
+    probes: int
+    precision: float
+    max_rounds: int
+    upper_factor: float | None  # regression only
+    margin: float | None  # regression only: the construction's exactness margin
+    low: float | None  # classification only
+    high: float | None
+
+
+@dataclass(frozen=True)
 class TrainItem:
-    """Every (B, seed) run of one read-out at one length L, trained together in one batched
-    program (run order: bounds outer, seeds inner; B = inf is the unconstrained run)."""
+    """One read-out at one length L, all seeds batched: the bisection for B_min (if L is a
+    constrained length; every round one batched training) and the unconstrained run (if L is
+    an unconstrained length)."""
 
     readout: str
     length: int
     width: int
-    bounds: tuple[float, ...]
     seeds: tuple[int, ...]
     steps: int
     lr: float
     final_lr_fraction: float
+    p_range: tuple[float, float] | None  # regression only: the loss exponent's ramp
     logit_scale: float | None  # classification only (None: regression, which has no logits)
     final_logit_scale: float | None
     dtype: str  # float32 | float64, resolved to a torch dtype in the job
+    bisection: Bisection | None  # None: not a constrained length
+    unconstrained: bool
 
     @property
     def id(self) -> str:
@@ -82,32 +100,70 @@ class GeometryItem:
         return {"seed": self.seed, "dtype": "float64"}
 
 
+def _bisection(counting: dict[str, Any], readout: str) -> Bisection:
+    training = counting["training"]
+    shared, sweep = training["bisection"], training[readout]
+    regression = readout == "regression"
+    return Bisection(
+        probes=shared["probes"],
+        precision=shared["precision"],
+        max_rounds=shared["max_rounds"],
+        upper_factor=sweep["upper_factor"] if regression else None,
+        margin=counting["theory"]["margin"] if regression else None,
+        low=None if regression else sweep["low"],
+        high=None if regression else sweep["high"],
+    )
+
+
+@dataclass(frozen=True)
+class ResidualItem:
+    """The best attainable max |y - c| against B at one (d, L): no-norm and post-norm softmax
+    regression, and linear attention."""
+
+    d: int
+    length: int
+    errors: tuple[float, ...]
+    seed: int  # provenance only
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
+def residual_item(counting: dict[str, Any], seed: int) -> ResidualItem:
+    """At the first theory width, counting.residual.length and its target errors."""
+    residual = counting["residual"]
+    return ResidualItem(
+        counting["theory"]["widths"][0], residual["length"], tuple(residual["errors"]), seed
+    )
+
+
 def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
     """One item per (read-out, L): regression lengths first, then classification, each in
-    increasing L; at L the runs are every bound of `lengths` (if L is one) and B = inf (if L is
-    an unconstrained length), each for seeds seed .. seed + training.seeds - 1."""
+    increasing L; every item trains seeds seed .. seed + training.seeds - 1."""
     training = counting["training"]
     seeds = tuple(seed + i for i in range(training["seeds"]))
     items = []
     for readout in READOUTS:
         sweep = training[readout]
         classification = readout == "classification"
+        bisection = _bisection(counting, readout)
         for length in sorted(set(sweep["lengths"]) | set(sweep["unconstrained_lengths"])):
-            bounds = [float(b) for b in sweep["bounds"]] if length in sweep["lengths"] else []
-            bounds += [math.inf] if length in sweep["unconstrained_lengths"] else []
             items.append(
                 TrainItem(
                     readout=readout,
                     length=length,
                     width=training["width"],
-                    bounds=tuple(bounds),
                     seeds=seeds,
                     steps=sweep["steps"],
                     lr=sweep["lr"],
                     final_lr_fraction=training["final_lr_fraction"],
+                    p_range=None if classification else (sweep["p_start"], sweep["p_end"]),
                     logit_scale=training["logit_scale"] if classification else None,
                     final_logit_scale=training["final_logit_scale"] if classification else None,
                     dtype=training["dtype"],
+                    bisection=bisection if length in sweep["lengths"] else None,
+                    unconstrained=length in sweep["unconstrained_lengths"],
                 )
             )
     return items

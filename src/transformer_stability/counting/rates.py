@@ -10,17 +10,40 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.counting.names import PLACEMENTS
-from transformer_stability.counting.theory import fitted_exponent, predicted_exponent
+from transformer_stability.counting.theory import fit_window, fitted_exponent, predicted_exponent
 
-EMPIRICAL_COLUMNS = ["placement", "readout", "d", "L", "bmin", "reached", "bounds_tried"]
-RATE_COLUMNS = ["placement", "readout", "source", "fitted_exponent", "predicted_exponent"]
+EMPIRICAL_COLUMNS = [
+    "placement",
+    "readout",
+    "d",
+    "L",
+    "bmin",
+    "bmin_low",
+    "lower_bound",
+    "ratio",
+    "bracket_high",
+    "reached",
+    "seeds_reached",
+    "runs",
+    "rounds",
+]
+RATE_COLUMNS = [
+    "placement",
+    "readout",
+    "source",
+    "fitted_exponent",
+    "predicted_exponent",
+    "fit_from",
+    "fit_to",
+    "fit_points",
+]
+SOURCES = ("lower_bound", "construction", "training")
 EXPONENT_COLUMNS = [
     "placement",
     "readout",
     "predicted",
-    "lower_bound",
-    "construction",
-    "training",
+    *SOURCES,
+    *(f"{source}_window" for source in SOURCES),
     "note",
 ]
 REFERENCE_COLUMNS = ["placement", "readout", "d", "exponent", "L", "bmin"]
@@ -30,62 +53,92 @@ REFERENCE_PLACEMENTS = ("none", "post_bare", "post_learned")
 REFERENCE_OFFSET = 1.6  # reference lines pass this factor above the construction's last point
 
 
+def _seed_bracket(runs: pd.DataFrame) -> tuple[float, float]:
+    """(largest B known to fail below the smallest success, smallest success) of one seed's
+    bisection runs; (upper bracket, inf) when nothing succeeded."""
+    ok = runs.loc[runs["accuracy"] >= 1.0, "B"]
+    if ok.empty:
+        return float(runs["B"].max()), math.inf
+    high = float(ok.min())
+    failed = runs.loc[(runs["accuracy"] < 1.0) & (runs["B"] < high), "B"]
+    low = float(failed.max()) if len(failed) else float(runs["bracket_low"].iloc[0])
+    return min(low, high), high
+
+
 def empirical_bmin(training: pd.DataFrame) -> pd.DataFrame:
-    """Smallest B of the grid at which some seed counts the whole grid exactly; lengths where
-    no B succeeds are kept with bmin = inf and reached = False."""
-    constrained = training[np.isfinite(training["B"])]
+    """B_min(L) of the bisection: the smallest B at which some seed counts the whole grid
+    exactly, with the bracket below it (bmin_low: a failed probe or the theory's lower bound,
+    which regression's bracket starts from, so ratio = bmin / lower_bound; bmin_low = bmin when
+    the classification floor itself succeeded: B_min <= bmin); bmin = inf and reached = False
+    only when every seed failed at the upper bracket."""
+    constrained = training[training["round"] > 0]
     rows = []
     for (placement, readout, d, length), part in constrained.groupby(
         ["placement", "readout", "d", "L"]
     ):
-        ok = part.loc[part["accuracy"] >= 1.0, "B"]
+        per_seed = {seed: _seed_bracket(runs) for seed, runs in part.groupby("seed")}
+        low, high = min(per_seed.values(), key=lambda bracket: (bracket[1], -bracket[0]))
+        bound = float(part["bracket_low"].iloc[0]) if readout == "regression" else math.nan
         rows.append(
             {
                 "placement": placement,
                 "readout": readout,
                 "d": d,
                 "L": length,
-                "bmin": float(ok.min()) if len(ok) else math.inf,
-                "reached": bool(len(ok)),
-                "bounds_tried": " ".join(f"{b:g}" for b in sorted(part["B"].unique())),
+                "bmin": high,
+                "bmin_low": low,
+                "lower_bound": bound,
+                "ratio": high / bound,
+                "bracket_high": float(part["bracket_high"].iloc[0]),
+                "reached": math.isfinite(high),
+                "seeds_reached": sum(math.isfinite(h) for _, h in per_seed.values()),
+                "runs": len(part),
+                "rounds": int(part["round"].max()),
             }
         )
     return pd.DataFrame(rows, columns=EMPIRICAL_COLUMNS)
 
 
-def rates_table(theory: pd.DataFrame, empirical: pd.DataFrame, fit_points: int) -> pd.DataFrame:
+def _rate_row(placement: str, readout: str, source: str, part: pd.DataFrame, points: int):
+    """One fitted exponent with its window: the first and last length and the point count."""
+    lengths, values = part["L"].to_numpy(), part["bmin"].to_numpy()
+    window = fit_window(lengths, values, points)
+    return {
+        "placement": placement,
+        "readout": readout,
+        "source": source,
+        "fitted_exponent": fitted_exponent(lengths, values, points),
+        "predicted_exponent": predicted_exponent(placement, readout),
+        "fit_from": int(window[0]) if len(window) else 0,
+        "fit_to": int(window[-1]) if len(window) else 0,
+        "fit_points": len(window),
+    }
+
+
+def rates_table(
+    theory: pd.DataFrame, empirical: pd.DataFrame, precision: pd.DataFrame, fit_points: int
+) -> pd.DataFrame:
     """Fitted exponents of B_min(L) over the last `fit_points` finite points of each curve,
-    next to the theory's prediction (softmax attention, smallest width)."""
+    next to the theory's prediction (softmax attention, smallest width), with the window; and
+    the rate of the classification constructions' relative logit margin in float64 (source
+    "margin", no prediction)."""
     rows = []
     softmax = theory[(theory["attention"] == "softmax") & (theory["d"] == theory["d"].min())]
     for (placement, readout, source), part in softmax.groupby(["placement", "readout", "bound"]):
         if readout == "regression" and placement not in REGRESSION_RATE_PLACEMENTS:
             continue  # bare pre-norm has a wall, not a rate
-        part = part.sort_values("L")
-        rows.append(
-            {
-                "placement": placement,
-                "readout": readout,
-                "source": source,
-                "fitted_exponent": fitted_exponent(
-                    part["L"].to_numpy(), part["bmin"].to_numpy(), fit_points
-                ),
-                "predicted_exponent": predicted_exponent(placement, readout),
-            }
-        )
+        rows.append(_rate_row(placement, readout, source, part.sort_values("L"), fit_points))
     for (placement, readout), part in empirical.groupby(["placement", "readout"]):
-        part = part.sort_values("L")
-        rows.append(
-            {
-                "placement": placement,
-                "readout": readout,
-                "source": "training",
-                "fitted_exponent": fitted_exponent(
-                    part["L"].to_numpy(), part["bmin"].to_numpy(), fit_points
-                ),
-                "predicted_exponent": predicted_exponent(placement, readout),
-            }
-        )
+        rows.append(_rate_row(placement, readout, "training", part.sort_values("L"), fit_points))
+    margins = precision[
+        (precision["readout"] == "classification")
+        & (precision["format"] == "float64")
+        & (precision["d"] == precision["d"].min())
+    ]
+    for placement, part in margins.groupby("placement"):
+        part = part.sort_values("L").rename(columns={"relative_margin": "bmin"})
+        row = _rate_row(placement, "classification", "margin", part, fit_points)
+        rows.append(row | {"predicted_exponent": math.nan})
     return pd.DataFrame(rows, columns=RATE_COLUMNS)
 
 
@@ -119,15 +172,24 @@ def reference_slopes(theory: pd.DataFrame) -> pd.DataFrame:
 
 
 def exponent_table(rates: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
-    """exponents.csv (C5): one row per (placement, read-out), exponents per source (wide), and
-    the bare pre-norm wall at the smallest width (a walls.csv row), which replaces a rate."""
-    wide = rates.pivot_table(
-        index=["placement", "readout"], columns="source", values="fitted_exponent", aggfunc="first"
+    """exponents.csv (C5): one row per (placement, read-out), exponents per source (wide) with
+    each fit's window ("16-64, 3 pts"), and the bare pre-norm wall at the smallest width (a
+    walls.csv row), which replaces a rate."""
+    windows = rates.assign(
+        window=[
+            f"{a}-{b}, {n} pts" if n else ""
+            for a, b, n in zip(rates["fit_from"], rates["fit_to"], rates["fit_points"], strict=True)
+        ]
     )
-    predicted = rates.groupby(["placement", "readout"])["predicted_exponent"].first()
-    table = wide.reindex(columns=["lower_bound", "construction", "training"]).assign(
-        predicted=predicted
+    index = ["placement", "readout"]
+    wide = windows.pivot_table(
+        index=index, columns="source", values="fitted_exponent", aggfunc="first"
     )
+    spans = windows.pivot(index=index, columns="source", values="window")
+    spans.columns = [f"{source}_window" for source in spans.columns]
+    predicted = rates.groupby(index)["predicted_exponent"].first()
+    table = wide.reindex(columns=list(SOURCES)).assign(predicted=predicted)
+    table = table.join(spans.reindex(columns=[f"{s}_window" for s in SOURCES]))
     table = table.reset_index()[EXPONENT_COLUMNS[:-1]]
     table["note"] = ""
     wall = walls.sort_values("d").iloc[0]

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from transformer_stability.counting.constructions import construct, grid_errors
-from transformer_stability.counting.items import GeometryItem, TheoryItem
+from transformer_stability.counting.constructions import HALF, construct, grid_errors
+from transformer_stability.counting.items import GeometryItem, ResidualItem, TheoryItem
 from transformer_stability.counting.model import ModelSpec, grid_representation
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
+from transformer_stability.counting.precision import FORMATS, grid_margins, parameter_count
 from transformer_stability.counting.theory import lower_bound, prenorm_wall
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,51 @@ log = logging.getLogger(__name__)
 THEORY_COLUMNS = ["placement", "attention", "readout", "d", "L", "bound", "bmin"]
 GEOMETRY_COLUMNS = ["placement", "readout", "d", "L", "c", "x", "y", "radius"]
 WALL_COLUMNS = ["placement", "readout", "d", "max_length"]
+RESIDUAL_COLUMNS = ["placement", "attention", "d", "L", "source", "target_error", "B", "max_error"]
+RESIDUAL_PLACEMENTS = ("none", "post_bare", "post_learned")
+PRECISION_COLUMNS = [
+    "placement",
+    "readout",
+    "d",
+    "L",
+    "parameters",
+    "max_norm",
+    "format",
+    "accuracy",
+    "margin",
+    "output_scale",
+    "relative_margin",
+]
 
 
-def _theory_rows(placement: str, d: int, length: int, margin: float) -> list[dict[str, Any]]:
+def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | None) -> float:
+    """Norm of the spec's construction (inf if none exists), after checking that it counts
+    the whole grid exactly in float64; appends its storage and margins in every float format
+    to `precision` (None: float64 only, nothing recorded)."""
+    found = construct(spec, margin)
+    if found is None:
+        return math.inf
+    base = {
+        "placement": spec.placement,
+        "readout": spec.readout,
+        "d": spec.d,
+        "L": spec.length,
+        "parameters": parameter_count(spec),
+        "max_norm": found.max_norm,
+    }
+    formats = FORMATS if precision is not None else {"float64": FORMATS["float64"]}
+    for name, dtype in formats.items():
+        row = base | {"format": name} | grid_margins(found, dtype)
+        if name == "float64" and row["accuracy"] < 1.0:
+            raise RuntimeError(f"construction {spec} fails on the grid")
+        if precision is not None:
+            precision.append(row)
+    return found.max_norm
+
+
+def _theory_rows(
+    placement: str, d: int, length: int, margin: float, precision: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Lower bound and construction of the softmax regression model at one (placement, d, L)."""
     base = {
         "placement": placement,
@@ -39,33 +82,23 @@ def _theory_rows(placement: str, d: int, length: int, margin: float) -> list[dic
     if length > wall:  # the lower bound proves that no parameters count: no construction
         return [base | {"bound": b, "bmin": math.inf} for b in ("lower_bound", "construction")]
     rows = [base | {"bound": "lower_bound", "bmin": lower_bound(placement, length, d)}]
-    found = construct(ModelSpec(placement, "regression", d, length), margin)
-    bmin = math.inf
-    if found is not None:
-        _, exact = grid_errors(found)
-        if not exact:
-            raise RuntimeError(f"construction {placement} L={length} fails on the grid")
-        bmin = found.max_norm
+    bmin = _checked(ModelSpec(placement, "regression", d, length), margin, precision)
     return rows + [base | {"bound": "construction", "bmin": bmin}]
 
 
-def _verified(spec: ModelSpec, margin: float) -> float:
-    found = construct(spec, margin)
-    if found is None or not grid_errors(found)[1]:
-        raise RuntimeError(f"construction {spec} fails on the grid")
-    return found.max_norm
-
-
-def theory_table(item: TheoryItem) -> pd.DataFrame:
-    """bmin_theory.csv rows of one width d: per (placement, attention, read-out, L) the
-    reduced-problem lower bound and the verified construction (inf where no B suffices:
-    pre-norm past its wall)."""
-    d, margin, rows = item.d, item.margin, []
+def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
+    """Everything a theory item computes, by chunk-rule output name: bmin_theory.csv rows
+    (per placement, attention, read-out and L the reduced-problem lower bound and the verified
+    construction; inf where no B suffices: pre-norm past its wall), the wall, and precision.csv
+    rows (storage and float32/float64 margins of every softmax construction up to
+    classification_max_length)."""
+    d, margin, rows, precision = item.d, item.margin, [], []
     for placement in PLACEMENTS:
         for length in item.lengths:
-            rows += _theory_rows(placement, d, length, margin)
-            spec = ModelSpec(placement, "classification", d, length)
+            measured = precision if length <= item.classification_max_length else None
+            rows += _theory_rows(placement, d, length, margin, measured)
             if length <= item.classification_max_length:
+                spec = ModelSpec(placement, "classification", d, length)
                 rows.append(
                     {
                         "placement": placement,
@@ -74,7 +107,7 @@ def theory_table(item: TheoryItem) -> pd.DataFrame:
                         "d": d,
                         "L": length,
                         "bound": "construction",
-                        "bmin": _verified(spec, margin),
+                        "bmin": _checked(spec, margin, precision),
                     }
                 )
             if placement == "none":
@@ -87,11 +120,15 @@ def theory_table(item: TheoryItem) -> pd.DataFrame:
                         "d": d,
                         "L": length,
                         "bound": "construction",
-                        "bmin": _verified(linear, margin),
+                        "bmin": _checked(linear, margin, None),
                     }
                 )
             log.info("%s d=%d L=%d: %s", placement, d, length, rows[-1]["bmin"])
-    return pd.DataFrame(rows, columns=THEORY_COLUMNS)
+    return {
+        "theory": pd.DataFrame(rows, columns=THEORY_COLUMNS),
+        "walls": wall_table(item),
+        "precision": pd.DataFrame(precision, columns=PRECISION_COLUMNS),
+    }
 
 
 def wall_table(item: TheoryItem) -> pd.DataFrame:
@@ -99,11 +136,6 @@ def wall_table(item: TheoryItem) -> pd.DataFrame:
     parameters count (regression read-out); every theory row past it has bmin = inf."""
     row = {"placement": "pre_bare", "readout": "regression", "d": item.d}
     return pd.DataFrame([row | {"max_length": prenorm_wall(item.d)}], columns=WALL_COLUMNS)
-
-
-def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
-    """Everything a theory item computes, by chunk-rule output name."""
-    return {"theory": theory_table(item), "walls": wall_table(item)}
 
 
 def geometry_table(item: GeometryItem) -> pd.DataFrame:
@@ -138,3 +170,42 @@ def geometry_table(item: GeometryItem) -> pd.DataFrame:
                 )
             )
     return pd.concat(frames, ignore_index=True)[GEOMETRY_COLUMNS]
+
+
+def residual_table(item: ResidualItem) -> pd.DataFrame:
+    """The smallest B at which softmax regression keeps max |y - c| <= e on the grid, for each
+    target error e: the lower bound of the reduced problem (no parameters with a smaller B do
+    better) and a construction with that error (verified on the whole grid: `max_error` is its
+    measured error); linear attention's construction (error 0 up to rounding) at any L."""
+    d, length, rows = item.d, item.length, []
+    for placement in RESIDUAL_PLACEMENTS:
+        spec = ModelSpec(placement, "regression", d, length)
+        for error in item.errors:
+            base = {"placement": placement, "attention": "softmax", "target_error": error}
+            bound = lower_bound(placement, length, d, error)
+            found = construct(spec, HALF - error)
+            rows.append(base | {"source": "lower_bound", "B": bound, "max_error": error})
+            measured = grid_errors(found)[0]
+            rows.append(
+                base | {"source": "construction", "B": found.max_norm, "max_error": measured}
+            )
+            log.info(
+                "%s L=%d error %g: B >= %.4g, construction %.4g",
+                placement,
+                length,
+                error,
+                bound,
+                found.max_norm,
+            )
+    linear = construct(ModelSpec("none", "regression", d, length, attention="linear"))
+    rows.append(
+        {
+            "placement": "none",
+            "attention": "linear",
+            "target_error": 0.0,
+            "source": "construction",
+            "B": linear.max_norm,
+            "max_error": grid_errors(linear)[0],
+        }
+    )
+    return pd.DataFrame(rows).assign(d=d, L=length)[RESIDUAL_COLUMNS]

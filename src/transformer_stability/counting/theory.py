@@ -97,9 +97,10 @@ def minimal_gain(
     return GainOptimum(math.exp(best[0]), float(best[1]))
 
 
-def softmax_gain_lower_bound(length: int) -> float:
-    """D_min(L) = min over alpha, a of the gain of a + D t(c) counting on m = 0."""
-    return minimal_gain(length).gain
+def softmax_gain_lower_bound(length: int, half: float = HALF) -> float:
+    """D_min(L) = min over alpha, a of the gain of a + D t(c) counting on m = 0 (to within
+    `half`; 1/2 is exactness after rounding)."""
+    return minimal_gain(length, half=half).gain
 
 
 def chebyshev_error(alpha: float, length: int) -> float:
@@ -185,7 +186,7 @@ def optimal_arc(
 ) -> ArcOptimum:
     """Minimize the read-out LP over the line geometry, parametrized as (foot / L,
     log(distance / L^{3/2})): the optimum sits near (0.4, log 0.18) for large L."""
-    scale = length**1.5
+    scale = length**1.5 * math.sqrt(HALF / half)  # a narrower band needs a flatter arc
 
     def value(p: np.ndarray) -> float:
         found = arc_readout_lp(
@@ -209,19 +210,19 @@ def optimal_arc(
     return ArcOptimum(float(res.x[0] * length), float(scale * math.exp(res.x[1])), float(res.fun))
 
 
-def postnorm_lower_bound(length: int, d: int, learned: bool) -> float:
+def postnorm_lower_bound(length: int, d: int, learned: bool, half: float = HALF) -> float:
     """Lower bound on B_min for post-norm. Bare: the read-out is sqrt(d)<u, n> + b0, so
     |U| <= sqrt(d) B and |b0| <= B. Learned gain: U = sqrt(d) P(u ⊙ gamma)|_plane and
     u ⊙ gamma ranges over the l1 ball of radius B^2, so |U| <= sqrt(d - 1) B^2 (the bias can
     come from <u, beta>, left free)."""
     if learned:
-        return math.sqrt(optimal_arc(length, math.sqrt(d - 1), bias_bounded=False).value)
-    return optimal_arc(length, math.sqrt(d), bias_bounded=True).value
+        return math.sqrt(optimal_arc(length, math.sqrt(d - 1), False, half).value)
+    return optimal_arc(length, math.sqrt(d), bias_bounded=True, half=half).value
 
 
-def none_lower_bound(length: int) -> float:
+def none_lower_bound(length: int, half: float = HALF) -> float:
     """No norm: D = <u, e_a - e_Q> <= 2 B^2, so B >= sqrt(D_min / 2)."""
-    return math.sqrt(softmax_gain_lower_bound(length) / 2)
+    return math.sqrt(softmax_gain_lower_bound(length, half) / 2)
 
 
 def pre_learned_lower_bound(length: int, d: int) -> float:
@@ -235,16 +236,18 @@ def pre_bare_lower_bound(length: int, d: int, tau: float) -> float:
     return optimum.gain / (2 * math.sqrt(d))
 
 
-def lower_bound(placement: str, length: int, d: int) -> float:
-    """B_min lower bound of the softmax regression model for one placement."""
+def lower_bound(placement: str, length: int, d: int, half: float = HALF) -> float:
+    """B_min lower bound of the softmax regression model for one placement: the smallest B at
+    which max |y - c| <= half is possible on the m = 0 line (half = 1/2: exact after rounding;
+    no-norm and post-norm placements only for half < 1/2)."""
     tau = math.sqrt(d)
     if placement == "none":
-        return none_lower_bound(length)
+        return none_lower_bound(length, half)
     if placement == "pre_bare":
         return pre_bare_lower_bound(length, d, tau)
     if placement == "pre_learned":
         return pre_learned_lower_bound(length, d)
-    return postnorm_lower_bound(length, d, learned=placement == "post_learned")
+    return postnorm_lower_bound(length, d, placement == "post_learned", half)
 
 
 def predicted_exponent(placement: str, readout: str) -> float:
@@ -254,6 +257,12 @@ def predicted_exponent(placement: str, readout: str) -> float:
     return {"none": 1.0, "pre_learned": 1.0, "post_bare": 1.5, "post_learned": 0.75}.get(
         placement, math.nan
     )
+
+
+def fit_window(lengths: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
+    """The lengths an exponent fit uses: the last `points` with a finite positive value."""
+    keep = np.isfinite(values) & (np.asarray(values, float) > 0)
+    return np.asarray(lengths, float)[keep][-points:]
 
 
 def fitted_exponent(lengths: np.ndarray, values: np.ndarray, points: int) -> float:

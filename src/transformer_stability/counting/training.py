@@ -25,11 +25,13 @@ class TrainConfig:
     """Optimizer and schedule shared by every run of a sweep."""
 
     steps: int = 4000
-    lr: float = 0.05
+    lr: float = 0.01
     final_lr_fraction: float = 0.01
+    p_start: float = 2.0
+    p_end: float = 32.0
     logit_scale: float = 100.0
     final_logit_scale: float = 100.0
-    dtype: torch.dtype = torch.float32
+    dtype: torch.dtype = torch.float64
     device: str = "cpu"
 
 
@@ -114,13 +116,33 @@ def project(params: Params, bounds: torch.Tensor) -> Params:
     return packed.params()
 
 
+def p_mean_error(out: torch.Tensor, c: torch.Tensor, w: torch.Tensor, p: float) -> torch.Tensor:
+    """Weighted p-mean of |y - c| per run, (R,): (sum_g w_g |y_g - c_g|^p)^(1/p). It tends to
+    the largest error (what rounding sees) as p grows; computed relative to the largest
+    error so that a large p neither overflows nor underflows."""
+    err = (out - c.to(out.dtype)).abs()
+    top = err.amax(1, keepdim=True).detach().clamp_min(torch.finfo(err.dtype).tiny)
+    return top[:, 0] * ((w * (err / top) ** p).sum(1)) ** (1 / p)
+
+
+def p_at(step: int, total: int, start: float, end: float) -> float:
+    """Exponent of the regression loss at a step: geometric ramp from start (MSE-like, a smooth
+    landscape to find the arc) to end (near the largest error, the exactness criterion)."""
+    return start * (end / start) ** (step / max(total - 1, 1))
+
+
 def _loss(
-    spec: ModelSpec, out: torch.Tensor, c: torch.Tensor, w: torch.Tensor, scale: torch.Tensor
+    spec: ModelSpec,
+    out: torch.Tensor,
+    c: torch.Tensor,
+    w: torch.Tensor,
+    scale: torch.Tensor,
+    p: float,
 ) -> torch.Tensor:
-    """Count-balanced loss summed over runs: weighted MSE or cross-entropy of logits scaled
-    per run (scale: (R,))."""
+    """Summed over runs: the count-balanced p-mean error (regression) or the count-balanced
+    cross-entropy of logits scaled per run (scale: (R,))."""
     if spec.readout == "regression":
-        return ((out - c.to(out.dtype)) ** 2 * w).sum()
+        return p_mean_error(out, c, w, p).sum()
     logp = torch.log_softmax(scale[:, None, None] * out, -1)
     picked = logp.gather(-1, c.expand(out.shape[0], -1)[..., None])[..., 0]
     return -(picked * w).sum()
@@ -170,13 +192,26 @@ def evaluate(
     spec: ModelSpec, params: Params, c: torch.Tensor, m: torch.Tensor
 ) -> dict[str, np.ndarray]:
     """Exact-count metrics on the whole grid per run: accuracy, count-balanced accuracy, the
-    smallest count with an error (nan if none) and the largest trainable-vector norm."""
+    smallest count with an error (nan if none), the largest trainable-vector norm, and how
+    close to the exactness criterion the run is: the largest |y - c| (regression; exact iff
+    < 1/2) or the smallest logit margin, true logit minus the best other (classification;
+    exact iff > 0), the other one nan, and the gap to the threshold over the largest output
+    (the relative precision the run needs; nan if not exact)."""
+    nan = np.full(params.runs, np.nan)
     with torch.no_grad():
         out = grid_forward(spec, params, c, m)
         if spec.readout == "regression":
-            correct = (out - c.to(out.dtype)).abs() < 0.5
+            error = (out - c.to(out.dtype)).abs()
+            correct = error < 0.5
+            gap = 0.5 - error.amax(1)
+            gaps = {"max_error": error.amax(1).double().cpu().numpy(), "logit_margin": nan}
         else:
             correct = out.argmax(-1) == c
+            gap = logit_margins(out, c).amin(1)
+            gaps = {"max_error": nan, "logit_margin": gap.double().cpu().numpy()}
+        scale = out.abs().reshape(params.runs, -1).amax(1)
+        relative = torch.where(gap > 0, gap / scale, torch.nan)
+        gaps["relative_margin"] = relative.double().cpu().numpy()
     correct = correct.cpu().numpy()
     cc = c.cpu().numpy()
     per_count = np.stack([correct[:, cc == k].mean(1) for k in range(spec.length + 1)], 1)
@@ -186,15 +221,26 @@ def evaluate(
         "balanced_accuracy": per_count.mean(1),
         "first_failing_count": np.array([f[0] if len(f) else np.nan for f in failing], float),
         "max_vector_norm": params.max_vector_norm().double().cpu().numpy(),
-    }
+    } | gaps
+
+
+def logit_margins(logits: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """True-class logit minus the largest other logit at every grid point, (R, G): positive
+    exactly where the argmax is right."""
+    true = logits.gather(-1, c.expand(logits.shape[0], -1)[..., None])[..., 0]
+    others = logits.scatter(-1, c.expand(logits.shape[0], -1)[..., None], -math.inf)
+    return true - others.amax(-1)
 
 
 def train_runs(
     spec: ModelSpec, bounds: list[float], seeds: list[int], cfg: TrainConfig, progress: bool = False
 ) -> tuple[dict[str, np.ndarray], Params]:
     """Train len(bounds) runs (run r: bound bounds[r], seed seeds[r]; inf = unconstrained)
-    together on the full grid of spec.length; projected Adam with cosine decay (classification:
-    with a ramped logit scale)."""
+    together on the full grid of spec.length: projected Adam with cosine decay and normalised
+    steps (lr x B: every step moves a vector by the same fraction of its allowed norm, so the
+    landscape looks alike at every B; unconstrained runs: lr x 1, whatever L); regression
+    minimises an annealed p-mean error, classification a cross-entropy with a ramped logit
+    scale."""
     c_np, m_np = grid_points(spec.length)
     c = torch.from_numpy(c_np).to(cfg.device)
     m = torch.from_numpy(m_np).to(cfg.device)
@@ -203,10 +249,7 @@ def train_runs(
     bound = torch.tensor(bounds, dtype=cfg.dtype, device=cfg.device)
     finite = torch.isfinite(bound)
     packed.project_(bound)
-    # step size proportional to the scale the run may use; unconstrained regression must reach
-    # outputs of size L, so its steps grow as sqrt(L); unconstrained classification uses 1
-    free = max(1.0, spec.length**0.5) if spec.readout == "regression" else 1.0
-    base = torch.where(finite, bound, torch.full_like(bound, free))
+    base = torch.where(finite, bound, torch.ones_like(bound))
     # logits are products of two vectors of norm <= B, so margins scale as B^2: end the ramp
     # at final_logit_scale / B^2 to resolve them equally at every bound
     end_scale = cfg.final_logit_scale / torch.where(finite, bound**2, torch.ones_like(bound))
@@ -219,7 +262,8 @@ def train_runs(
         steps = tqdm(steps, desc=f"{spec.readout} L={spec.length} x{len(bounds)}", mininterval=5)
     for t in steps:
         scale = logit_scale_at(t - 1, cfg.steps, cfg.logit_scale, end_scale)
-        loss = _loss(spec, grid_forward(spec, packed.params(), c, m), c, w, scale)
+        p = p_at(t - 1, cfg.steps, cfg.p_start, cfg.p_end)
+        loss = _loss(spec, grid_forward(spec, packed.params(), c, m), c, w, scale, p)
         loss.backward()
         lr = cfg.lr * cosine_lr(t - 1, cfg.steps, cfg.final_lr_fraction) * base
         adam.step({"buffer": packed.buffer}, lr, t)
