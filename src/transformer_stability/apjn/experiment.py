@@ -46,9 +46,11 @@ from transformer_stability.device import resolve_dtype
 
 log = logging.getLogger(__name__)
 
-MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "sample", "direction", "source_block",
-                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory"]  # fmt: skip
-END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "sample", "apjn",
+MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "init_seed", "sample", "direction",
+                    "source_block",
+                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory",
+                    "q_theory_self", "p_theory_self"]  # fmt: skip
+END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "init_seed", "sample", "apjn",
                       "apjn_theory"]  # fmt: skip
 
 
@@ -129,10 +131,17 @@ def _sample_curves(
     variant: Variant, spec: ViTSpec, m: Measurement, sample: int, b0: int
 ) -> list[pd.DataFrame]:
     """Measured backward and forward curves of one sample with the theory seeded by that
-    sample's (q, p): at block 0 for the backward curve, at the source b0 for the forward one."""
+    sample's (q, p): at block 0 for the backward curve, at the source b0 for the forward one;
+    the statistics also with the attention self-term (theory.propagate_statistics)."""
     kernel, mf, depth = norm_kernel(variant.norm, variant.alpha), m.mean_field, spec.depth
-    back = propagate_statistics(kernel, mf, m.q[sample, 0], m.p[sample, 0], depth)
-    fwd = propagate_statistics(kernel, mf, m.q[sample, b0], m.p[sample, b0], depth - b0)
+    start = {"backward": 0, "forward": b0}
+    back, fwd, back_self, fwd_self = (
+        propagate_statistics(
+            kernel, mf, m.q[sample, b], m.p[sample, b], depth - b, self_term=self_term
+        )
+        for self_term in (False, True)
+        for b in start.values()
+    )
     ids = {**variant_ids(variant, spec), "width": spec.width, "depth": depth}
     return [
         _curve_frame(
@@ -146,6 +155,8 @@ def _sample_curves(
             p=m.p[sample],
             q_theory=back.q,
             p_theory=back.p,
+            q_theory_self=back_self.q,
+            p_theory_self=back_self.p,
         ),
         _curve_frame(
             ids,
@@ -158,6 +169,8 @@ def _sample_curves(
             p=m.p[sample, b0:],
             q_theory=fwd.q,
             p_theory=fwd.p,
+            q_theory_self=fwd_self.q,
+            p_theory_self=fwd_self.p,
         ),
     ]
 
@@ -169,7 +182,7 @@ def curve_table(item: CurveItem, device: torch.device) -> pd.DataFrame:
     m = measure(spec, item.settings, device, item.images, source)
     variant = Variant(spec.norm, spec.alpha)
     frames = [
-        frame.assign(input=item.input, sample=sample)
+        frame.assign(input=item.input, init_seed=item.settings.seed, sample=sample)
         for sample in range(m.backward.shape[0])
         for frame in _sample_curves(variant, spec, m, sample, source)
     ]
@@ -208,5 +221,6 @@ def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
     m = measure(item.spec, item.settings, device, forward_source=0, backward=False)
     variant = Variant(item.spec.norm, item.spec.alpha)
     table = _end_to_end(m, item.spec, variant, item.sweep, list(item.depths))
+    table["init_seed"] = item.settings.seed
     log.info("%s: J^{L,0} = %.4g", item.id, table["apjn"].iloc[-1])
     return table[END_TO_END_COLUMNS]
