@@ -235,8 +235,10 @@ APJN_TABLES = (
             _float("predicted"),
             _float("two_mode_fit", nan=True),  # NaN for the saturating maps
             _float("fit_intercept", nan=True),
-            _int("fit_min_depth", 1),
-            _int("fit_max_depth", 1),
+            # a pre-LN window that cannot exist (the other mode never drops below its share
+            # that early) ends before it starts, possibly at 0
+            _int("fit_min_depth", 0),
+            _int("fit_max_depth", 0),
         ),
         _asymptotic_rows,
     ),

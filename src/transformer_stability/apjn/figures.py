@@ -575,7 +575,8 @@ results/apjn/measured_curves.csv (input = equiangular).
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
 {{ config["apjn"]["images"]["count"] }} images per initialization,
 {{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding. Each
-colour is one image: dots are measured, lines are the theory seeded with that image's own token statistics (q, p) at the source block.
+colour is one image: dots are measured, lines are the theory seeded with that image's own token
+statistics (q, p) at the source block.
 Top: backward J^{L,b}; bottom: forward from block
 {{ config["apjn"]["images"]["forward_source_block"] }}. The theory and measurement part in the
 first blocks of the backward curves: the CLS token (cls_token drawn with std 1e-6 plus the
