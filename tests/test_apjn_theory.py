@@ -146,6 +146,24 @@ def test_preln_exponent_of_vit_b_approaches_zeta_minus_from_above():
     assert zeta < fits[1] < fits[0] < zeta + 0.06
 
 
+@pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("derf", 1.0)])
+def test_attention_self_term_adds_the_own_token_share(norm, alpha):
+    """Uniform attention averages all N_tot = N + 1 value vectors, each token's own included:
+    the self-term adds a (q~ - p~)/N_tot to q_h and p_h alike, and nothing for identical
+    tokens (q~ = p~)."""
+    kernel, mf = norm_kernel(norm, alpha), MeanField(a=0.3, m=0.5, n_tokens=16)
+    plain = propagate_statistics(kernel, mf, 1.0, 0.2, depth=1)
+    with_self = propagate_statistics(kernel, mf, 1.0, 0.2, depth=1, self_term=True)
+    k = kernel(1.0, 0.2)
+    shift = mf.a * (k.q_tilde - k.p_tilde) / 17
+    q_h, p_h = 1.0 + mf.a * k.p_tilde + shift, 0.2 + mf.a * k.p_tilde + shift
+    kh = kernel(q_h, p_h)
+    assert with_self.q[1] == pytest.approx(q_h + 0.5 * mf.m * kh.q_tilde, rel=1e-14)
+    assert with_self.p[1] > plain.p[1] and with_self.q[1] > plain.q[1]
+    same = propagate_statistics(kernel, mf, 1.0, 1.0, depth=5, self_term=True)
+    np.testing.assert_allclose(same.q, propagate_statistics(kernel, mf, 1.0, 1.0, 5).q, rtol=1e-14)
+
+
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 1.5])
 def test_derf_grows_as_a_stretched_exponential_with_the_predicted_slope(alpha):
     log_j = end_to_end_log_apjn("derf", alpha, VIT_B, 1.0, 0.2, max_depth=100_000)
