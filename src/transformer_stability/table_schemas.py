@@ -287,6 +287,10 @@ APJN_TABLES = (
             _float("p_theory"),
             _float("q_theory_self", low=0.0),  # with the attention self-term
             _float("p_theory_self"),
+            # the full-Gram closure: images with pre-LN or Derf only, else NaN
+            _float("apjn_theory_gram", nan=True, inf=True, low=0.0, low_open=True),
+            _float("q_theory_gram", nan=True, low=0.0),
+            _float("p_theory_gram", nan=True),
         ),
         _measured_curve_rows,
     ),
@@ -333,6 +337,7 @@ APJN_TABLES = (
             # fewer than three blocks), inf where a measured APJN overflowed
             _float("gmfe", low=1.0, nan=True, inf=True),
             DIRECTION,
+            _float("gmfe_gram", low=1.0, nan=True, inf=True),  # NaN: not computed
         ),
         _agreement_rows,
     ),

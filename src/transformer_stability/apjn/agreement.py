@@ -20,7 +20,7 @@ def region_gmfe(blocks: np.ndarray, measured: np.ndarray, theory: np.ndarray) ->
 
 
 AGREEMENT_COLUMNS = ["norm", "alpha", "input", "init_seed", "sample", "region", "gmfe",
-                     "direction"]  # fmt: skip
+                     "direction", "gmfe_gram"]  # fmt: skip
 EARLY = "early"
 """The region of image blocks before compare_from_block, reported apart from the others."""
 
@@ -33,21 +33,33 @@ def _compared(group: pd.DataFrame, compare_from: int) -> tuple[pd.DataFrame, pd.
     return group[~early], group[early]
 
 
+def _regions(part: pd.DataFrame, early: pd.DataFrame, theory: str) -> dict[str, float]:
+    regions = region_gmfe(
+        part["block"].to_numpy(), part["apjn"].to_numpy(), part[theory].to_numpy()
+    )
+    if not early.empty:
+        regions[EARLY] = gmfe(early["apjn"].to_numpy(), early[theory].to_numpy())
+    return regions
+
+
 def agreement(curves: pd.DataFrame, compare_from: int = 0) -> pd.DataFrame:
     """GMFE of measured vs theory per (model, input, initialization, sample, direction) and
     depth region (three equal thirds of the compared blocks, plus "early" for image blocks
-    before compare_from)."""
+    before compare_from), for the (q, p) closure (`gmfe`) and the full-Gram closure
+    (`gmfe_gram`, NaN where it was not computed)."""
     rows = []
     keys = ["norm", "alpha", "attn_mult", "mlp_mult", "input", "init_seed", "sample", "direction"]
     for key, group in curves.groupby(keys, dropna=False):
         ids = dict(zip(keys, key, strict=True))
         compared, early = _compared(group, compare_from)
-        regions = region_gmfe(
-            compared["block"].to_numpy(),
-            compared["apjn"].to_numpy(),
-            compared["apjn_theory"].to_numpy(),
+        plain = _regions(compared, early, "apjn_theory")
+        full = (
+            _regions(compared, early, "apjn_theory_gram")
+            if compared["apjn_theory_gram"].notna().all()
+            else dict.fromkeys(plain, np.nan)
         )
-        if not early.empty:
-            regions[EARLY] = gmfe(early["apjn"].to_numpy(), early["apjn_theory"].to_numpy())
-        rows.extend({**ids, "region": region, "gmfe": value} for region, value in regions.items())
+        rows.extend(
+            {**ids, "region": region, "gmfe": value, "gmfe_gram": full[region]}
+            for region, value in plain.items()
+        )
     return pd.DataFrame(rows)[AGREEMENT_COLUMNS]

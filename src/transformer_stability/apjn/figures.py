@@ -276,8 +276,10 @@ def plot_images(curves: pd.DataFrame) -> Figure:
             ax = axes[row, col]
             rows = part[part["direction"] == direction]
             for sample, curve in rows.groupby(["init_seed", "sample"]):
-                ax.plot(curve["block"], curve["apjn_theory"], color=palette[sample], lw=1.0)
-                ax.plot(curve["block"], curve["apjn"], "o", color=palette[sample], ms=2.5)
+                color, block = palette[sample], curve["block"]
+                ax.plot(block, curve["apjn_theory"], color=color, lw=1.0)
+                ax.plot(block, curve["apjn_theory_gram"], "--", color=color, lw=0.8)
+                ax.plot(block, curve["apjn"], "o", color=color, ms=2.5)
             ax.set_yscale("log")
             if row == 0:
                 ax.set_title(_label(variant))
@@ -287,8 +289,8 @@ def plot_images(curves: pd.DataFrame) -> Figure:
     axes[0, 0].set_ylabel("backward $J^{L,b}$")
     axes[1, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
     fig.suptitle(
-        "natural images, one colour per image: lines theory seeded with that image's (q, p), "
-        "dots measured"
+        "natural images, one colour per image: solid: theory seeded with that image's (q, p); "
+        "dashed: full-Gram closure; dots: measured"
     )
     return fig
 
@@ -299,7 +301,8 @@ REGIONS = (EARLY, "shallow", "middle", "deep")
 def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     """A3: GMFE of measured vs theory by depth region, one dot per (sample, model)."""
     set_style()
-    table = agreement.copy()
+    full = agreement[agreement["gmfe_gram"].notna()].assign(input="images, full-Gram")
+    table = pd.concat([agreement, full.assign(gmfe=full["gmfe_gram"])], ignore_index=True)
     table["model"] = [
         variant_label(n, None if pd.isna(a) else float(a))
         for n, a in zip(table["norm"], table["alpha"], strict=True)
@@ -307,7 +310,8 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     order = [_label(v) for v in _variants(table)]
     colors = variant_colors([(v.norm, v.alpha) for v in _variants(table)])
     palette = {_label(v): colors[(v.norm, v.alpha)] for v in _variants(table)}
-    inputs = [i for i in ("equiangular", "images") if i in set(table["input"])]
+    kinds = ("equiangular", "images", "images, full-Gram")
+    inputs = [i for i in kinds if i in set(table["input"])]
     fig = Figure(figsize=(5.0 * len(inputs) + 1, 7), layout="constrained")
     axes = fig.subplots(2, len(inputs), sharey=True, squeeze=False)
     for col, kind in enumerate(inputs):
@@ -412,10 +416,12 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
             rho=lambda t: t["p"] / t["q"],
             rho_theory=lambda t: t["p_theory"] / t["q_theory"],
             rho_theory_self=lambda t: t["p_theory_self"] / t["q_theory_self"],
+            rho_theory_gram=lambda t: t["p_theory_gram"] / t["q_theory_gram"],
         )
         for variant in variants:
             rows = _select(part, variant)
-            names = ["q", "q_theory", "q_theory_self", "rho", "rho_theory", "rho_theory_self"]
+            names = [f"{s}{t}" for s in ("q", "rho") for t in ("", "_theory", "_theory_self",
+                                                                    "_theory_gram")]  # fmt: skip
             stats = _sample_mean(rows, "block", names)
             color = colors[(variant.norm, variant.alpha)]
             for col, name in enumerate(("q", "rho")):
@@ -430,6 +436,7 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
                 ax.plot(
                     stats["block"], stats[f"{name}_theory_self_mean"], "--", color=color, lw=0.7
                 )
+                ax.plot(stats["block"], stats[f"{name}_theory_gram_mean"], ":", color=color, lw=1.2)
                 band = _init_band(rows, name)
                 ax.fill_between(band["block"], band["min"], band["max"], color=color, alpha=0.2)
                 ax.plot(stats["block"], stats[f"{name}_mean"], "o", color=color, ms=3, mfc="white")
@@ -441,7 +448,8 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     axes[0, 1].legend(
         frameon=False,
         fontsize=8,
-        title="lines: theory (dashed: + self-term)\ndots: measured, band: initializations",
+        title="lines: theory (dashed: + self-term, dotted: full-Gram)\n"
+        "dots: measured, band: initializations",
         title_fontsize=8,
     )
     fig.suptitle("token statistics along depth (CLS excluded)")
