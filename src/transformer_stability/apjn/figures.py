@@ -583,14 +583,16 @@ results/apjn/measured_curves.csv (input = equiangular).
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
 {{ config["apjn"]["images"]["count"] }} images per initialization,
 {{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding. Each
-colour is one image: dots are measured, lines are the theory seeded with that image's own token
-statistics (q, p) at the source block.
+colour is one image: dots are measured, solid lines are the theory seeded with that image's own
+token statistics (q, p) at the source block, dashed lines the full-Gram closure seeded with its
+whole token Gram matrix (CLS included; pre-LN and Derf only, tanh has no closed pair kernel).
 Top: backward J^{L,b}; bottom: forward from block
 {{ config["apjn"]["images"]["forward_source_block"] }}. The theory and measurement part in the
 first blocks of the backward curves: the CLS token (cls_token drawn with std 1e-6 plus the
 position embedding) has a tiny variance q, so its normalization Jacobian (~1/sqrt(q)) is huge,
 and the per-token q of an image varies so much that mean(1/q_i) is several times 1/mean(q_i),
-which the (q, p) closure replaces it with. As the authors do, the agreement (A3) is measured
+which the (q, p) closure replaces it with; the full-Gram closure keeps every token's own
+variance and removes most of this. As the authors do, the agreement (A3) is measured
 from block {{ config["apjn"]["images"]["compare_from_block"] }} backward and from the source
 block forward; the earlier backward blocks are reported apart ("early"). Data:
 results/apjn/measured_curves.csv (input = images).
@@ -609,8 +611,9 @@ exp(mean of abs(ln(measured / theory))) over the blocks of each third of the com
 (shallow, middle, deep), one dot per (initialization, sample, model), for both input kinds and
 both directions. On images the backward comparison starts at block
 {{ config["apjn"]["images"]["compare_from_block"] }}; the blocks before it, where the CLS token's
-tiny variance breaks the (q, p) closure (A2), are shown apart as "early". The dashed line marks
-1.05. Data: results/apjn/agreement.csv.
+tiny variance breaks the (q, p) closure (A2), are shown apart as "early". The right column
+repeats the image comparison with the full-Gram closure (pre-LN and Derf). The dashed line marks
+1.05. Data: results/apjn/agreement.csv (columns gmfe, gmfe_gram).
 """,
         labels=_labels("A3", "GMFE by depth region", "both"),
     ),
@@ -681,11 +684,11 @@ results/apjn/sensitivity.csv.
 A6. Token statistics along depth: the per-token variance q_b and the cross-token correlation
 p_b/q_b (CLS excluded), theory (lines: the authors' recursion, which the other figures use; thin
 dashed: with the attention self-term, uniform attention averaging each token's own value vector
-too, + a (q~ - p~)/N_tot) against measurement (dots: mean over
+too, + a (q~ - p~)/N_tot; dotted, images: the full-Gram closure) against measurement (dots: mean over
 {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs; band: range of the
 per-initialization means, the seed-to-seed spread), for the permutation-symmetric input (top)
 and natural images (bottom). Data: results/apjn/measured_curves.csv (columns q, p, q_theory,
-p_theory, q_theory_self, p_theory_self).
+p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gram).
 """,
         labels=_labels("A6", "token statistics q, p/q vs block", "both"),
     ),
