@@ -168,9 +168,9 @@ rule apjn_agreement:
     log:
         "results/logs/apjn/agreement.log",
     localrule: True
-    params:
-        compare_from=config["apjn"]["images"]["compare_from_block"],
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        compare_from=config["apjn"]["images"]["compare_from_block"],
     script:
         "../scripts/apjn_agreement.py"
