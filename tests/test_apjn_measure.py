@@ -247,6 +247,7 @@ def test_image_agreement_sets_the_early_blocks_apart():
                     "block": blocks,
                     "apjn": error,
                     "apjn_theory": 1.0,
+                    "apjn_theory_gram": np.nan,
                 }
             )  # fmt: skip
         )
