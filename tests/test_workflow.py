@@ -91,7 +91,7 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     assert (measured["device"] == "cpu").all()
     agreement = pd.read_csv(tmp_path / "results/apjn/agreement.csv")
     assert list(agreement.columns) == AGREEMENT_COLUMNS + PROVENANCE
-    assert set(agreement["region"]) == {"shallow", "middle", "deep"}
+    assert set(agreement["region"]) == {"early", "shallow", "middle", "deep"}
     assert (agreement["gmfe"] >= 1.0).all()
     for table in ("sensitivity", "depth_measured"):
         columns = pd.read_csv(tmp_path / f"results/apjn/{table}.csv").columns
