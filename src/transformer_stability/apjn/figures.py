@@ -684,11 +684,11 @@ results/apjn/sensitivity.csv.
 A6. Token statistics along depth: the per-token variance q_b and the cross-token correlation
 p_b/q_b (CLS excluded), theory (lines: the authors' recursion, which the other figures use; thin
 dashed: with the attention self-term, uniform attention averaging each token's own value vector
-too, + a (q~ - p~)/N_tot; dotted, images: the full-Gram closure) against measurement (dots: mean over
-{{ config["apjn"]["measure"]["inits"] }} initializations and their inputs; band: range of the
-per-initialization means, the seed-to-seed spread), for the permutation-symmetric input (top)
-and natural images (bottom). Data: results/apjn/measured_curves.csv (columns q, p, q_theory,
-p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gram).
+too, + a (q~ - p~)/N_tot; dotted, images: the full-Gram closure) against measurement (dots:
+mean over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs; band:
+range of the per-initialization means, the seed-to-seed spread), for the permutation-symmetric
+input (top) and natural images (bottom). Data: results/apjn/measured_curves.csv (columns q,
+p, q_theory, p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gram).
 """,
         labels=_labels("A6", "token statistics q, p/q vs block", "both"),
     ),
