@@ -32,11 +32,12 @@ def test_item_counts_and_unique_ids(schema, preset):
     config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / preset))
     apjn = validate_config(config, schema)["apjn"]
     train = apjn["train"]
+    inits, sensitivity = apjn["measure"]["inits"], apjn["sensitivity"]
     expected = {
-        curve_items: 2 * len(apjn["variants"]),
-        sensitivity_items: 2 * len(apjn["sensitivity"]["alphas"])
-        + 2 * 2 * len(apjn["sensitivity"]["mults"]),
-        depth_items: len(apjn["variants"]),
+        curve_items: 2 * len(apjn["variants"]) * inits,
+        sensitivity_items: (2 * len(sensitivity["alphas"]) + 2 * 2 * len(sensitivity["mults"]))
+        * sensitivity["inits"],
+        depth_items: len(apjn["variants"]) * inits,
         train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"]
         if train["batched"]
         else (1 + len(train["norms"]) * len(train["alphas"]))
@@ -56,6 +57,15 @@ def test_items_carry_only_their_own_settings(tiny):
     assert curve_items(longer, 0) == curve_items(apjn, 0)
     assert depth_items(longer, 0) == depth_items(apjn, 0)
     assert all(a != b for a, b in zip(train_items(longer, 0), train_items(apjn, 0), strict=True))
+
+
+def test_each_initialization_is_its_own_item_with_its_own_seed(tiny):
+    """measure.inits initializations of every curve model: their seeds (weights and inputs)
+    differ, everything else is the same."""
+    apjn = deep_merge(tiny["apjn"], {"measure": {"inits": 3}})
+    items = [i for i in curve_items(apjn, 5) if i.input == "equiangular" and i.spec.norm == "ln"]
+    assert [i.settings.seed for i in items] == [5, 6, 7]
+    assert len({i.spec for i in items}) == 1 and len({i.id for i in items}) == 3
 
 
 def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):

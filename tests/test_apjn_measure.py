@@ -6,10 +6,11 @@ import math
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from transformer_stability.apjn.agreement import gmfe, region_gmfe
+from transformer_stability.apjn.agreement import EARLY, agreement, gmfe, region_gmfe
 from transformer_stability.apjn.inputs import (
     bundled_images,
     cifar100_images,
@@ -26,7 +27,12 @@ from transformer_stability.apjn.measure import (
     model_blocks,
     token_statistics,
 )
-from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
+from transformer_stability.apjn.models import (
+    SaturatingNorm,
+    build_vit,
+    mean_field_from_model,
+    resolve_init_std,
+)
 from transformer_stability.apjn.spec import ViTSpec
 
 TINY = ViTSpec(width=16, heads=2, depth=3, img_size=8, patch_size=4, attn_mult=10, mlp_mult=8)
@@ -157,6 +163,23 @@ def test_mean_field_constants_read_off_a_vit_b_match_the_spec():
     assert mf.n_tokens == 196
 
 
+def test_vit_b_init_std_gives_vit_b_constants_at_any_width():
+    """init_std 'vit_b' keeps fan_in * std^2 of ViT-B: std 0.02 at width 768, 0.02 * sqrt(2) at
+    384, and the built weights of a narrow model carry ViT-B's (a, m)."""
+    assert resolve_init_std("vit_b", 768) == pytest.approx(0.02)
+    assert resolve_init_std("vit_b", 384) == pytest.approx(0.02 * math.sqrt(2))
+    assert resolve_init_std(0.05, 384) == 0.05
+    for bad in ("vit_s", 0.0, -1.0):
+        with pytest.raises(ValueError, match="init_std"):
+            resolve_init_std(bad, 384)
+    spec = ViTSpec(width=192, heads=3, depth=2, img_size=64, patch_size=16, init_std="vit_b")
+    mf = mean_field_from_model(build_vit(spec, seed=0))
+    assert mf.a == pytest.approx(0.094372, rel=0.03)
+    assert mf.m == pytest.approx(0.377487, rel=0.03)
+    timm = mean_field_from_model(build_vit(spec.with_(init_std=0.02), seed=0))
+    assert timm.a == pytest.approx(mf.a / 16, rel=1e-5)  # a ~ std^4: (768/192)^2 = 16
+
+
 def test_theory_seeded_with_measured_statistics_tracks_a_small_vit():
     """End-to-end check of the chain model -> input -> estimator -> seeded theory."""
     from transformer_stability.apjn.kernels import norm_kernel
@@ -200,6 +223,39 @@ def test_gmfe_and_regions():
     assert regions["shallow"] == pytest.approx(math.exp(0.1))
     assert regions["middle"] == pytest.approx(math.exp(0.2))
     assert regions["deep"] == pytest.approx(1.0)
+
+
+def test_image_agreement_sets_the_early_blocks_apart():
+    """On images the regions cover blocks >= compare_from (source excluded) and the earlier
+    blocks form 'early'; equiangular curves are compared over every block."""
+    blocks = np.arange(13)
+    rows = []
+    for kind in ("images", "equiangular"):
+        error = np.where(blocks < 4, 2.0, 1.0)  # a factor 2 in blocks 0..3 only
+        rows.append(
+            pd.DataFrame(
+                {
+                    "norm": "ln",
+                    "alpha": np.nan,
+                    "attn_mult": 1.0,
+                    "mlp_mult": 1.0,
+                    "input": kind,
+                    "init_seed": 0,
+                    "sample": 0,
+                    "direction": "backward",
+                    "source_block": 12,
+                    "block": blocks,
+                    "apjn": error,
+                    "apjn_theory": 1.0,
+                    "apjn_theory_gram": np.nan,
+                }
+            )  # fmt: skip
+        )
+    table = agreement(pd.concat(rows), compare_from=4).set_index(["input", "region"])["gmfe"]
+    assert table["images", EARLY] == pytest.approx(2.0)
+    assert table["images"].drop(EARLY).tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert EARLY not in table["equiangular"].index
+    assert table["equiangular", "shallow"] == pytest.approx(2.0)
 
 
 def _fake_cifar(root, n: int = 12) -> None:

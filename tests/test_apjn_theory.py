@@ -12,7 +12,10 @@ from transformer_stability.apjn.theory import (
     backward_log_apjn,
     end_to_end_log_apjn,
     forward_log_apjn,
-    preln_exponent,
+    preln_mode_weights,
+    preln_modes,
+    preln_share_depth,
+    preln_two_mode_log_apjn,
     propagate_statistics,
     saturated_fixed_point,
     saturated_growth_rate,
@@ -44,7 +47,10 @@ def test_saturated_constants_of_vit_b_match_the_spec():
     assert saturated_fixed_point(VIT_B) == pytest.approx(0.66, abs=0.005)
     assert saturated_growth_rate(VIT_B) == pytest.approx(0.232, abs=5e-4)
     assert sqrt_depth_slope("derf", 1.0, VIT_B) == pytest.approx(0.50, abs=0.005)
-    assert preln_exponent(VIT_B) == pytest.approx(0.668, abs=5e-4)
+    modes = preln_modes(VIT_B)
+    assert modes.zeta_minus == pytest.approx(VIT_B.m / (VIT_B.m + 2 * VIT_B.a), rel=1e-12)
+    assert modes.zeta_minus == pytest.approx(0.6667, abs=5e-4)
+    assert modes.zeta_plus == pytest.approx(1 + VIT_B.a / (196 * modes.growth), rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +75,7 @@ def test_without_attention_preln_apjn_is_the_variance_ratio():
     np.testing.assert_allclose(log_j, np.log(traj.q / traj.q[0]), rtol=1e-10, atol=1e-12)
     depth = np.arange(2_000, 20_001)
     assert _slope(np.log(depth), log_j[depth]) == pytest.approx(1.0, abs=0.01)
-    assert preln_exponent(mf) == 1.0
+    assert preln_modes(mf).zeta_minus == preln_modes(mf).zeta_plus == 1.0
 
 
 def test_derf_apjn_vanishes_with_alpha():
@@ -85,22 +91,77 @@ def test_preln_variance_grows_linearly_for_identical_tokens():
     np.testing.assert_allclose(traj.q, 1.0 + np.arange(101) * (VIT_B.a + VIT_B.m / 2), rtol=1e-12)
 
 
-def test_preln_exponent_is_exact_when_the_cross_token_channel_decouples():
-    """With N -> infinity and rho = 1 the closed form zeta is the exact asymptotic exponent."""
-    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=10**9)
-    log_j = end_to_end_log_apjn("ln", None, mf, 1.0, 1.0, max_depth=20_000)
-    depth = np.arange(2_000, 20_001)
-    assert _slope(np.log(depth), log_j[depth]) == pytest.approx(preln_exponent(mf), abs=0.005)
+@pytest.mark.parametrize("n_tokens", [4, 64, 196])
+@pytest.mark.parametrize("q0", [1.0, 0.3])
+def test_preln_two_mode_closed_form_is_the_recursion_at_rho_one(n_tokens, q0):
+    """p0 = q0 keeps rho = 1 exactly, where the linearisation is exact: the closed form (two
+    modes, Gamma-function products) equals the iterated recursion at every depth."""
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=n_tokens)
+    log_j = end_to_end_log_apjn("ln", None, mf, q0, q0, max_depth=5_000)
+    closed = preln_two_mode_log_apjn(mf, q0, np.arange(5_001))
+    np.testing.assert_allclose(closed, log_j, rtol=1e-10, atol=1e-10)
 
 
-def test_preln_exponent_of_vit_b_sits_just_above_the_closed_form():
-    """At ViT-B init the fitted exponent over 10^4..10^5 blocks is within 0.04 of zeta = 0.668,
-    and above it: the closed form drops the cross-token channel K (which only adds) and assumes
-    rho = 1, which the recursion approaches as l^(-a/(a+m/2))."""
+def test_preln_mode_weights_decompose_the_start():
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=16)
+    w_minus, w_plus = preln_mode_weights(mf)
+    assert w_plus == pytest.approx(1 / 17) and w_minus == pytest.approx(16 / 17)
+    w_minus, w_plus = preln_mode_weights(mf, 0.3, 0.7)  # (J, K) = w_-(1, -1/N) + w_+(1, 1)
+    assert w_minus + w_plus == pytest.approx(0.3) and w_plus - w_minus / 16 == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize("n_tokens", [16, 64, 196])
+def test_local_exponent_passes_the_midpoint_at_the_crossover(n_tokens):
+    """At the crossover both modes carry half of J, so the local exponent of the closed form is
+    the midpoint of zeta_- and zeta_+; the crossover grows like N^(1/(zeta_+ - zeta_-))."""
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=n_tokens)
+    modes, cross = preln_modes(mf), preln_share_depth(mf, 1.0)
+    depth = cross * np.array([0.999, 1.001])
+    slope = np.diff(preln_two_mode_log_apjn(mf, 1.0, depth))[0] / np.diff(np.log(depth))[0]
+    assert slope == pytest.approx((modes.zeta_minus + modes.zeta_plus) / 2, abs=2e-3)
+    ratio = cross / n_tokens ** (1 / (modes.zeta_plus - modes.zeta_minus))
+    assert 1 < ratio < 20  # the prefactor ~ q0/c times Gamma factors, independent of N
+
+
+def test_preln_fits_match_zeta_minus_below_and_zeta_plus_above_the_crossover():
+    """At rho = 1: N = 196, depths 3e2..3e3 (far below L* ~ 2e7) fit zeta_- ; N = 4, depths
+    2e4..2e5 (far above L* ~ 90) fit zeta_+. Two-sided: the residual share of the other mode
+    (predicted by the closed form) is what is left."""
+    for n_tokens, window, target in ((196, (300, 3_000), "zeta_minus"),
+                                     (4, (20_000, 200_000), "zeta_plus")):  # fmt: skip
+        mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=n_tokens)
+        log_j = end_to_end_log_apjn("ln", None, mf, 1.0, 1.0, max_depth=window[1])
+        depth = np.arange(*window)
+        fitted = _slope(np.log(depth), log_j[depth])
+        assert fitted == pytest.approx(getattr(preln_modes(mf), target), rel=0.03)
+
+
+def test_preln_exponent_of_vit_b_approaches_zeta_minus_from_above():
+    """From the generic input (rho0 = 0.2) the fit over 10^3..10^4 blocks (N = 196, far below
+    the crossover) sits above zeta_- : q grows at a rho + m/2 < c while rho < 1, and the zeta_+
+    admixture has begun; both corrections shrink with depth."""
     log_j = end_to_end_log_apjn("ln", None, VIT_B, 1.0, 0.2, max_depth=100_000)
-    depth = np.arange(10_000, 100_001)
-    fitted = _slope(np.log(depth), log_j[depth])
-    assert preln_exponent(VIT_B) < fitted < preln_exponent(VIT_B) + 0.04
+    zeta = preln_modes(VIT_B).zeta_minus
+    fits = [_slope(np.log(d), log_j[d]) for d in (np.arange(300, 3_001), np.arange(3_000, 30_001))]
+    assert zeta < fits[1] < fits[0] < zeta + 0.06
+
+
+@pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("derf", 1.0)])
+def test_attention_self_term_adds_the_own_token_share(norm, alpha):
+    """Uniform attention averages all N_tot = N + 1 value vectors, each token's own included:
+    the self-term adds a (q~ - p~)/N_tot to q_h and p_h alike, and nothing for identical
+    tokens (q~ = p~)."""
+    kernel, mf = norm_kernel(norm, alpha), MeanField(a=0.3, m=0.5, n_tokens=16)
+    plain = propagate_statistics(kernel, mf, 1.0, 0.2, depth=1)
+    with_self = propagate_statistics(kernel, mf, 1.0, 0.2, depth=1, self_term=True)
+    k = kernel(1.0, 0.2)
+    shift = mf.a * (k.q_tilde - k.p_tilde) / 17
+    q_h, p_h = 1.0 + mf.a * k.p_tilde + shift, 0.2 + mf.a * k.p_tilde + shift
+    kh = kernel(q_h, p_h)
+    assert with_self.q[1] == pytest.approx(q_h + 0.5 * mf.m * kh.q_tilde, rel=1e-14)
+    assert with_self.p[1] > plain.p[1] and with_self.q[1] > plain.q[1]
+    same = propagate_statistics(kernel, mf, 1.0, 1.0, depth=5, self_term=True)
+    np.testing.assert_allclose(same.q, propagate_statistics(kernel, mf, 1.0, 1.0, 5).q, rtol=1e-14)
 
 
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 1.5])

@@ -52,7 +52,7 @@ def _broken(default_config, path, value):
         (["apjn", "model", "heads"], 5, ["'apjn.model.heads'", "does not divide"]),
         (["apjn", "model", "img_size"], 1024, ["'apjn.model.img_size'", "width >= (img_size"]),
         (["apjn", "model", "patch_size"], 7, ["'apjn.model.patch_size'", "does not divide"]),
-        (["apjn", "images", "forward_source_block"], 40, ["below apjn.model.depth"]),
+        (["apjn", "images", "forward_source_block"], 80, ["below apjn.model.depth"]),
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
         (["apjn", "train", "depth_lr"], 0.02, ["'apjn.train.depth_lr'", "one of apjn.train.lrs"]),
         (["apjn", "train", "model", "init_std"], "vit_l", ["'apjn.train.model.init_std'"]),

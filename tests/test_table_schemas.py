@@ -93,6 +93,7 @@ def test_schema_columns_match_the_code():
         CURVE_COLUMNS,
         DEPTH_COLUMNS,
         LAW_COLUMNS,
+        TOKEN_COLUMNS,
     )
     from transformer_stability.apjn.train import TRAIN_COLUMNS
     from transformer_stability.counting.experiment import TRAINING_COLUMNS
@@ -119,6 +120,7 @@ def test_schema_columns_match_the_code():
         "apjn/theory_depth.csv": DEPTH_COLUMNS,
         "apjn/asymptotics.csv": ASYMPTOTIC_COLUMNS,
         "apjn/depth_laws.csv": LAW_COLUMNS,
+        "apjn/preln_tokens.csv": TOKEN_COLUMNS,
         "apjn/measured_curves.csv": MEASURED_COLUMNS,
         "apjn/sensitivity.csv": END_TO_END_COLUMNS,
         "apjn/depth_measured.csv": END_TO_END_COLUMNS,
@@ -204,7 +206,7 @@ def test_a_table_cut_between_rows_is_refused_by_the_config_row_count(tmp_path):
         "apjn": {
             "variants": [{"norm": "ln"}],
             "model": {"depth": 6},
-            "measure": {"samples": 2},
+            "measure": {"inits": 1, "samples": 2},
             "images": {"count": 2, "forward_source_block": 2},
         }
     }

@@ -122,8 +122,9 @@ def _theory_curve_rows(config: Mapping[str, Any]) -> int:
 
 
 def _measured_samples(apjn: Mapping[str, Any]) -> tuple[int, int]:
-    """(equiangular samples, images) of every measured model."""
-    return apjn["measure"]["samples"], apjn["images"]["count"]
+    """(equiangular samples, images) of every measured model, over its initializations."""
+    inits = apjn["measure"]["inits"]
+    return inits * apjn["measure"]["samples"], inits * apjn["images"]["count"]
 
 
 def _measured_curve_rows(config: Mapping[str, Any]) -> int:
@@ -137,12 +138,18 @@ def _measured_curve_rows(config: Mapping[str, Any]) -> int:
 
 
 def _agreement_rows(config: Mapping[str, Any]) -> int:
+    """Three regions per curve (two per sample), plus "early" on each image curve with blocks
+    (source excluded) before images.compare_from_block."""
     apjn = _apjn(config)
-    return len(apjn["variants"]) * sum(_measured_samples(apjn)) * 2 * 3  # directions x regions
+    samples, images = _measured_samples(apjn)
+    start, b0 = apjn["images"]["compare_from_block"], apjn["images"]["forward_source_block"]
+    early = int(start > 0) + int(b0 + 1 < start)
+    return len(apjn["variants"]) * ((samples + images) * 2 * 3 + images * early)
 
 
 def _sweep_samples(apjn: Mapping[str, Any]) -> int:
-    return apjn["measure"]["sweep_samples"] or apjn["measure"]["samples"]
+    """Samples of one end-to-end model over its initializations."""
+    return apjn["measure"]["inits"] * apjn["measure"]["sweep_samples"]
 
 
 def _sensitivity_rows(config: Mapping[str, Any]) -> int:
@@ -150,7 +157,7 @@ def _sensitivity_rows(config: Mapping[str, Any]) -> int:
     apjn = _apjn(config)
     sweep = apjn["sensitivity"]
     models = 2 * len(sweep["alphas"]) + 2 * 2 * len(sweep["mults"])
-    return models * _sweep_samples(apjn)
+    return models * sweep["inits"] * apjn["measure"]["sweep_samples"]
 
 
 def _depth_measured_rows(config: Mapping[str, Any]) -> int:
@@ -167,14 +174,24 @@ def _trainability_rows(config: Mapping[str, Any]) -> int:
     return train["seeds"] * variants * len(train["mults"]) * runs
 
 
+def _preln_token_counts(config: Mapping[str, Any]) -> int:
+    """The configured token counts plus the model's own N (patches, CLS excluded)."""
+    apjn = _apjn(config)
+    own = (apjn["model"]["img_size"] // apjn["model"]["patch_size"]) ** 2
+    return len({*apjn["theory"]["token_counts"], own})
+
+
 def _asymptotic_rows(config: Mapping[str, Any]) -> int:
-    """pre-LN: one power law; a saturating map: the sqrt-depth slope and the stretch exponent."""
-    return sum(1 if v["norm"] == "ln" else 2 for v in _apjn(config)["variants"])
+    """pre-LN: zeta_- and zeta_+ per token count; a saturating map: the sqrt-depth slope and
+    the stretch exponent."""
+    saturating = sum(v["norm"] != "ln" for v in _apjn(config)["variants"])
+    return 2 * _preln_token_counts(config) + 2 * saturating
 
 
 END_TO_END = (
     *APJN_IDS,
     *WIDTH_DEPTH,
+    _int("init_seed", 0),
     _int("sample", 0),
     _positive("apjn"),
     _positive("apjn_theory"),
@@ -201,7 +218,9 @@ APJN_TABLES = (
         "apjn_theory_depth",
         (
             *APJN_IDS,
-            *WIDTH_DEPTH,
+            _int("width", 1),
+            _int("n_tokens", 1),
+            _int("depth", 1),
             _positive("apjn"),  # exp(log_apjn) may overflow at depth 1e5
             _float("log_apjn"),
             _float("local_slope"),
@@ -212,12 +231,16 @@ APJN_TABLES = (
         "apjn_theory_depth",
         (
             *APJN_IDS,
-            _str("quantity", ("power_law_exponent", "sqrt_depth_slope", "stretch_exponent")),
-            _float("fitted"),
+            _int("n_tokens", 1),
+            _str("quantity", ("zeta_minus", "zeta_plus", "sqrt_depth_slope", "stretch_exponent")),
+            _float("fitted", nan=True),  # NaN: the window lies beyond the computed depth
             _float("predicted"),
-            _float("fit_intercept"),
-            _int("fit_min_depth", 1),
-            _int("fit_max_depth", 1),
+            _float("two_mode_fit", nan=True),  # NaN for the saturating maps
+            _float("fit_intercept", nan=True),
+            # a pre-LN window that cannot exist (the other mode never drops below its share
+            # that early) ends before it starts, possibly at 0
+            _int("fit_min_depth", 0),
+            _int("fit_max_depth", 0),
         ),
         _asymptotic_rows,
     ),
@@ -226,10 +249,24 @@ APJN_TABLES = (
         "apjn_theory_depth",
         (
             *APJN_IDS,
-            _str("quantity", ("power_law_exponent", "sqrt_depth_slope")),
+            _str("quantity", ("zeta_minus", "sqrt_depth_slope")),
             _float("depth", low=1.0),
             _float("fitted_log_apjn"),
             _float("predicted_log_apjn"),
+        ),
+    ),
+    TableSchema(
+        "apjn/preln_tokens.csv",
+        "apjn_theory_depth",
+        (
+            _int("n_tokens", 1),
+            _int("depth", 1),
+            _positive("scaled_depth", inf=False),
+            _float("local_slope"),
+            _float("two_mode_slope"),
+            _float("zeta_minus"),
+            _float("zeta_plus"),
+            _float("crossover_depth", low=0.0),
         ),
     ),
     TableSchema(
@@ -239,6 +276,7 @@ APJN_TABLES = (
             *APJN_IDS,
             *WIDTH_DEPTH,
             INPUT,
+            _int("init_seed", 0),
             _int("sample", 0),
             DIRECTION,
             _int("source_block", 0),
@@ -249,6 +287,12 @@ APJN_TABLES = (
             _float("p"),
             _float("q_theory", low=0.0),
             _float("p_theory"),
+            _float("q_theory_self", low=0.0),  # with the attention self-term
+            _float("p_theory_self"),
+            # the full-Gram closure: images with pre-LN or Derf only, else NaN
+            _float("apjn_theory_gram", nan=True, inf=True, low=0.0, low_open=True),
+            _float("q_theory_gram", nan=True, low=0.0),
+            _float("p_theory_gram", nan=True),
         ),
         _measured_curve_rows,
     ),
@@ -292,12 +336,14 @@ APJN_TABLES = (
             _str("norm", NORMS),
             _float("alpha", nan=True, low=0.0, low_open=True),
             INPUT,
+            _int("init_seed", 0),
             _int("sample", 0),
-            _str("region", ("shallow", "middle", "deep")),
+            _str("region", ("early", "shallow", "middle", "deep")),
             # >= 1 by definition; NaN where a depth region holds no block (a forward curve of
             # fewer than three blocks), inf where a measured APJN overflowed
             _float("gmfe", low=1.0, nan=True, inf=True),
             DIRECTION,
+            _float("gmfe_gram", low=1.0, nan=True, inf=True),  # NaN: not computed
         ),
         _agreement_rows,
     ),

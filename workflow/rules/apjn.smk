@@ -57,6 +57,7 @@ rule apjn_theory_depth:
         depth="results/apjn/theory_depth.csv",
         asymptotics="results/apjn/asymptotics.csv",
         laws="results/apjn/depth_laws.csv",
+        tokens="results/apjn/preln_tokens.csv",
     log:
         "results/logs/apjn/theory_depth.log",
     benchmark:
@@ -169,5 +170,7 @@ rule apjn_agreement:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        compare_from=config["apjn"]["images"]["compare_from_block"],
     script:
         "../scripts/apjn_agreement.py"

@@ -7,4 +7,5 @@ from transformer_stability.logs import setup_logging
 setup_logging(snakemake.log[0])
 curves = read_table(snakemake.input.curves, snakemake.config)
 provenance = curves[["seed", "device", "dtype", "versions"]].iloc[[0]].to_dict("records")[0]
-write_table(agreement(curves).assign(**provenance), snakemake.output[0], snakemake.config)
+table = agreement(curves, snakemake.params.compare_from)
+write_table(table.assign(**provenance), snakemake.output[0], snakemake.config)

@@ -1,5 +1,5 @@
-"""Rule apjn_theory_depth: end-to-end APJN vs depth with its local slopes, the asymptotic fits
-and the fitted and closed-form law lines -> tidy CSVs."""
+"""Rule apjn_theory_depth: end-to-end APJN vs depth with its local slopes, the asymptotic fits,
+the fitted and closed-form law lines and pre-LN's local exponent per token count -> tidy CSVs."""
 
 from transformer_stability.apjn.study import depth_scaling
 from transformer_stability.io import write_table
@@ -7,7 +7,7 @@ from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-names = ("depth", "asymptotics", "laws")
+names = ("depth", "asymptotics", "laws", "tokens")
 tables = dict(zip(names, depth_scaling(snakemake.params.study), strict=True))
 for name, table in tables.items():
     write_table(

@@ -19,19 +19,47 @@ def region_gmfe(blocks: np.ndarray, measured: np.ndarray, theory: np.ndarray) ->
     return {r: gmfe(measured[i], theory[i]) for r, i in zip(REGIONS, parts, strict=True)}
 
 
-AGREEMENT_COLUMNS = ["norm", "alpha", "input", "sample", "region", "gmfe", "direction"]
+AGREEMENT_COLUMNS = ["norm", "alpha", "input", "init_seed", "sample", "region", "gmfe",
+                     "direction", "gmfe_gram"]  # fmt: skip
+EARLY = "early"
+"""The region of image blocks before compare_from_block, reported apart from the others."""
 
 
-def agreement(curves: pd.DataFrame) -> pd.DataFrame:
-    """GMFE of measured vs theory per (model, input, sample, direction) and depth region; the
-    source point, equal to 1 on both sides by definition, is left out."""
+def _compared(group: pd.DataFrame, compare_from: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(compared blocks, early image blocks): the source point, 1 on both sides by definition,
+    is left out; on images, blocks before compare_from are set apart."""
+    group = group[group["block"] != group["source_block"]]
+    early = (group["input"] == "images") & (group["block"] < compare_from)
+    return group[~early], group[early]
+
+
+def _regions(part: pd.DataFrame, early: pd.DataFrame, theory: str) -> dict[str, float]:
+    regions = region_gmfe(
+        part["block"].to_numpy(), part["apjn"].to_numpy(), part[theory].to_numpy()
+    )
+    if not early.empty:
+        regions[EARLY] = gmfe(early["apjn"].to_numpy(), early[theory].to_numpy())
+    return regions
+
+
+def agreement(curves: pd.DataFrame, compare_from: int = 0) -> pd.DataFrame:
+    """GMFE of measured vs theory per (model, input, initialization, sample, direction) and
+    depth region (three equal thirds of the compared blocks, plus "early" for image blocks
+    before compare_from), for the (q, p) closure (`gmfe`) and the full-Gram closure
+    (`gmfe_gram`, NaN where it was not computed)."""
     rows = []
-    keys = ["norm", "alpha", "attn_mult", "mlp_mult", "input", "sample", "direction"]
+    keys = ["norm", "alpha", "attn_mult", "mlp_mult", "input", "init_seed", "sample", "direction"]
     for key, group in curves.groupby(keys, dropna=False):
-        group = group[group["block"] != group["source_block"]]
         ids = dict(zip(keys, key, strict=True))
-        for region, value in region_gmfe(
-            group["block"].to_numpy(), group["apjn"].to_numpy(), group["apjn_theory"].to_numpy()
-        ).items():
-            rows.append({**ids, "region": region, "gmfe": value})
+        compared, early = _compared(group, compare_from)
+        plain = _regions(compared, early, "apjn_theory")
+        full = (
+            _regions(compared, early, "apjn_theory_gram")
+            if compared["apjn_theory_gram"].notna().all()
+            else dict.fromkeys(plain, np.nan)
+        )
+        rows.extend(
+            {**ids, "region": region, "gmfe": value, "gmfe_gram": full[region]}
+            for region, value in plain.items()
+        )
     return pd.DataFrame(rows)[AGREEMENT_COLUMNS]

@@ -11,6 +11,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from transformer_stability.apjn.gram import (
+    GRAM_NORMS,
+    gram_backward_log_apjn,
+    gram_forward_log_apjn,
+    propagate_gram,
+    token_moments,
+)
 from transformer_stability.apjn.inputs import (
     bundled_images,
     cifar100_images,
@@ -46,9 +53,12 @@ from transformer_stability.device import resolve_dtype
 
 log = logging.getLogger(__name__)
 
-MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "sample", "direction", "source_block",
-                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory"]  # fmt: skip
-END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "sample", "apjn",
+MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "init_seed", "sample", "direction",
+                    "source_block",
+                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory",
+                    "q_theory_self", "p_theory_self", "apjn_theory_gram", "q_theory_gram",
+                    "p_theory_gram"]  # fmt: skip
+END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "init_seed", "sample", "apjn",
                       "apjn_theory"]  # fmt: skip
 
 
@@ -61,6 +71,7 @@ class Measurement:
     q: np.ndarray  # (S, L+1)
     p: np.ndarray
     mean_field: MeanField
+    grams: dict[int, np.ndarray]  # block -> (S, N_tot, N_tot) token Gram matrices, CLS first
 
 
 def _equiangular(spec: ViTSpec, settings: MeasureSettings) -> torch.Tensor:
@@ -108,13 +119,39 @@ def measure(
         source = states[forward_source]
         probes = gaussian_probes(source, settings.probes, generator)
         fwd = forward_apjn(blocks[forward_source:], source, probes, settings.chunk_size).numpy()
+    sources = {0, forward_source or 0}
     return Measurement(
         backward=back,
         forward=fwd,
         q=torch.stack([q for q, _ in stats], 1).double().cpu().numpy(),
         p=torch.stack([p for _, p in stats], 1).double().cpu().numpy(),
         mean_field=mean_field_from_model(model),
+        grams={b: _token_gram(states[b]) for b in sources},
     )
+
+
+def _token_gram(x: torch.Tensor) -> np.ndarray:
+    """x x^T / d per sample, in float64: the full-Gram closure's starting point."""
+    x = x.double().cpu()
+    return (x @ x.transpose(-1, -2) / x.shape[-1]).numpy()
+
+
+def _gram_theory(
+    variant: Variant, m: Measurement, sample: int, b0: int, depth: int
+) -> dict[str, dict[str, np.ndarray]]:
+    """The full-Gram closure seeded with the sample's Gram matrix at block 0 (backward) and at
+    b0 (forward): APJN and (q, p) (CLS excluded) per direction."""
+    mf, out = m.mean_field, {}
+    for direction, start, to_log_j in (
+        ("backward", 0, gram_backward_log_apjn),
+        ("forward", b0, gram_forward_log_apjn),
+    ):
+        gram0 = m.grams[start][sample]
+        traj = propagate_gram(variant.norm, variant.alpha, mf, gram0, depth - start)
+        log_j = to_log_j(traj, mf)
+        q, p = token_moments(traj.gram)
+        out[direction] = {"apjn": np.exp(log_j), "q": q, "p": p}
+    return out
 
 
 def _curve_frame(
@@ -126,40 +163,51 @@ def _curve_frame(
 
 
 def _sample_curves(
-    variant: Variant, spec: ViTSpec, m: Measurement, sample: int, b0: int
+    variant: Variant, spec: ViTSpec, m: Measurement, sample: int, b0: int, gram: bool
 ) -> list[pd.DataFrame]:
     """Measured backward and forward curves of one sample with the theory seeded by that
-    sample's (q, p): at block 0 for the backward curve, at the source b0 for the forward one."""
+    sample's (q, p): at block 0 for the backward curve, at the source b0 for the forward one;
+    the statistics also with the attention self-term (theory.propagate_statistics); and, when
+    `gram`, the full-Gram closure seeded with the sample's Gram matrices (else NaN)."""
     kernel, mf, depth = norm_kernel(variant.norm, variant.alpha), m.mean_field, spec.depth
-    back = propagate_statistics(kernel, mf, m.q[sample, 0], m.p[sample, 0], depth)
-    fwd = propagate_statistics(kernel, mf, m.q[sample, b0], m.p[sample, b0], depth - b0)
     ids = {**variant_ids(variant, spec), "width": spec.width, "depth": depth}
-    return [
-        _curve_frame(
-            ids,
-            "backward",
-            depth,
-            np.arange(depth + 1),
-            apjn=m.backward[sample],
-            apjn_theory=np.exp(backward_log_apjn(back, mf)),
-            q=m.q[sample],
-            p=m.p[sample],
-            q_theory=back.q,
-            p_theory=back.p,
-        ),
-        _curve_frame(
-            ids,
-            "forward",
-            b0,
-            np.arange(b0, depth + 1),
-            apjn=m.forward[sample],
-            apjn_theory=np.exp(forward_log_apjn(fwd, mf)),
-            q=m.q[sample, b0:],
-            p=m.p[sample, b0:],
-            q_theory=fwd.q,
-            p_theory=fwd.p,
-        ),
-    ]
+    if gram and variant.norm in GRAM_NORMS:  # DyT: no closed pair kernel at unequal variances
+        full = _gram_theory(variant, m, sample, b0, depth)
+    else:
+        blank = {"backward": np.full(depth + 1, np.nan), "forward": np.full(depth + 1 - b0, np.nan)}
+        full = {d: {"apjn": v, "q": v, "p": v} for d, v in blank.items()}
+    frames = []
+    for direction, start, to_log_j in (
+        ("backward", 0, backward_log_apjn),
+        ("forward", b0, forward_log_apjn),
+    ):
+        plain, with_self = (
+            propagate_statistics(
+                kernel, mf, m.q[sample, start], m.p[sample, start], depth - start, self_term=s
+            )
+            for s in (False, True)
+        )
+        measured = m.backward[sample] if direction == "backward" else m.forward[sample]
+        frames.append(
+            _curve_frame(
+                ids,
+                direction,
+                depth if direction == "backward" else b0,
+                np.arange(start, depth + 1),
+                apjn=measured,
+                apjn_theory=np.exp(to_log_j(plain, mf)),
+                q=m.q[sample, start:],
+                p=m.p[sample, start:],
+                q_theory=plain.q,
+                p_theory=plain.p,
+                q_theory_self=with_self.q,
+                p_theory_self=with_self.p,
+                apjn_theory_gram=full[direction]["apjn"],
+                q_theory_gram=full[direction]["q"],
+                p_theory_gram=full[direction]["p"],
+            )
+        )
+    return frames
 
 
 def curve_table(item: CurveItem, device: torch.device) -> pd.DataFrame:
@@ -169,9 +217,9 @@ def curve_table(item: CurveItem, device: torch.device) -> pd.DataFrame:
     m = measure(spec, item.settings, device, item.images, source)
     variant = Variant(spec.norm, spec.alpha)
     frames = [
-        frame.assign(input=item.input, sample=sample)
+        frame.assign(input=item.input, init_seed=item.settings.seed, sample=sample)
         for sample in range(m.backward.shape[0])
-        for frame in _sample_curves(variant, spec, m, sample, source)
+        for frame in _sample_curves(variant, spec, m, sample, source, item.input == "images")
     ]
     log.info("%s: J^{L,0} = %.4g", item.id, m.backward[:, 0].mean())
     return pd.concat(frames, ignore_index=True)[MEASURED_COLUMNS]
@@ -208,5 +256,6 @@ def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
     m = measure(item.spec, item.settings, device, forward_source=0, backward=False)
     variant = Variant(item.spec.norm, item.spec.alpha)
     table = _end_to_end(m, item.spec, variant, item.sweep, list(item.depths))
+    table["init_seed"] = item.settings.seed
     log.info("%s: J^{L,0} = %.4g", item.id, table["apjn"].iloc[-1])
     return table[END_TO_END_COLUMNS]

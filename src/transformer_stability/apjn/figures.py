@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
+from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.items import Variant
 from transformer_stability.plotting import FigureSpec, set_style, variant_colors
 from transformer_stability.vocabulary import (
@@ -73,82 +74,125 @@ def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Serie
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
+def _preln_panels(
+    ax_pow, ax_tokens, depth: pd.DataFrame, asymptotics, laws, tokens: pd.DataFrame, color
+) -> None:
+    """Pre-LN: J^{L,0} on log-log axes with the zeta_- fit and law, and the local exponent of
+    every token count N against L / N^3 with the two-mode closed form and zeta_-, zeta_+."""
+    variant = Variant("ln")
+    part = _select(depth, variant).sort_values("depth")
+    if not part.empty:
+        rows = _select(asymptotics, variant)
+        own = rows["n_tokens"] == part["n_tokens"].iloc[0]
+        fit = rows[own & (rows["quantity"] == "zeta_minus")].iloc[0]
+        law = _select(laws, variant).sort_values("depth")
+        label = (
+            f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
+            f" ζ₋ = {fit['predicted']:.3f}"
+        )
+        ax_pow.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
+        ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
+        ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
+        ax_pow.legend(loc="upper left", frameon=False, fontsize=8)
+    counts = sorted(tokens["n_tokens"].unique())
+    palette = dict(zip(counts, sns.color_palette("viridis", len(counts)), strict=True))
+    for n in counts:
+        rows = tokens[tokens["n_tokens"] == n].sort_values("depth")
+        x = rows["scaled_depth"]
+        ax_tokens.plot(x, rows["local_slope"], color=palette[n], label=f"N = {n}")
+        ax_tokens.plot(x, rows["two_mode_slope"], "--", color=palette[n], lw=1)
+        ax_tokens.axhline(rows["zeta_plus"].iloc[0], color=palette[n], ls=":", lw=0.8)
+        cross = rows["crossover_depth"].iloc[0] / n**3
+        if x.min() <= cross <= x.max():
+            ax_tokens.axvline(cross, color=palette[n], ls=":", lw=0.8)
+    if counts:
+        zeta_minus = tokens["zeta_minus"].iloc[0]
+        ax_tokens.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
+        ax_tokens.text(
+            tokens["scaled_depth"].min(), zeta_minus, " ζ₋", va="bottom", fontsize=8, color="grey"
+        )
+    ax_tokens.set_xscale("log")
+    ax_tokens.set_xlabel(r"$L / N^3$")
+    ax_tokens.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
+    ax_tokens.legend(frameon=False, fontsize=8, loc="upper left")
+
+
+def _measured_panel(ax, measured: pd.DataFrame, colors: dict) -> None:
+    """J^{L,0} at the measured depths, log-log: mean over initializations and inputs (dots,
+    bars: their spread) and the theory seeded with each input's statistics (lines)."""
+    for variant in _variants(measured):
+        stats = _sample_mean(_select(measured, variant), "depth", ["apjn", "apjn_theory"])
+        color = colors[(variant.norm, variant.alpha)]
+        ax.plot(stats["depth"], stats["apjn_theory_mean"], color=color, label=_label(variant))
+        ax.errorbar(
+            stats["depth"],
+            stats["apjn_mean"],
+            yerr=stats["apjn_std"].fillna(0),
+            fmt="o",
+            ms=3,
+            color=color,
+            mfc="white",
+            elinewidth=0.7,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L")
+    ax.set_ylabel(r"measured $J^{L,0}$")
+    ax.set_title("measured (dots) vs theory (lines)")
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
+
+
 def plot_depth_scaling(
-    depth: pd.DataFrame, asymptotics: pd.DataFrame, laws: pd.DataFrame, measured: pd.DataFrame
+    depth: pd.DataFrame,
+    asymptotics: pd.DataFrame,
+    laws: pd.DataFrame,
+    measured: pd.DataFrame,
+    tokens: pd.DataFrame,
 ) -> Figure:
-    """A4: end-to-end J^{L,0} vs L. Top: pre-LN on log-log axes (power law) and the saturating
-    maps as ln J vs sqrt(L) (stretched exponential), fitted and closed-form laws drawn, measured
-    points (mean over samples) overlaid. Bottom: the local slopes converging to the closed
-    forms."""
+    """A4: end-to-end J^{L,0} vs L. Left: pre-LN on log-log axes with the zeta_- law, and its
+    local exponent against L / N^3 for several token counts (the two-mode crossover). Middle:
+    the saturating maps as ln J vs sqrt(L) and their local slopes. Right: the measured points
+    at the measured depths with the theory."""
     set_style()
     variants = _variants(depth)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(11, 7.5), layout="constrained")
-    (ax_pow, ax_sqrt), (ax_pow_local, ax_sqrt_local) = fig.subplots(2, 2, sharex="col")
+    fig = Figure(figsize=(15, 7.5), layout="constrained")
+    axes = fig.subplot_mosaic([["pow", "sqrt", "meas"], ["tokens", "sqrt_local", "meas"]])
+    _preln_panels(
+        axes["pow"], axes["tokens"], depth, asymptotics, laws, tokens, colors.get(("ln", None))
+    )
     for variant in variants:
+        if variant.norm == "ln":
+            continue
         part = _select(depth, variant).sort_values("depth")
         law = _select(laws, variant).sort_values("depth")
         x, log_j = part["depth"].to_numpy(float), part["log_apjn"].to_numpy()
         color = colors[(variant.norm, variant.alpha)]
-        points = None
-        if not _select(measured, variant).empty:
-            points = _sample_mean(_select(measured, variant), "depth", ["apjn"])
-        if variant.norm == "ln":
-            fit = _fit(asymptotics, variant, "power_law_exponent")
-            label = f"{_label(variant)}: ζ fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
-            ax_pow.plot(x, np.exp(log_j), color=color, label=label)
-            ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
-            ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
-            if points is not None:
-                ax_pow.plot(
-                    points["depth"],
-                    points["apjn_mean"],
-                    "o",
-                    color=color,
-                    ms=3,
-                    mfc="white",
-                    label=f"{_label(variant)}: measured",
-                )
-            ax_pow_local.plot(x, part["local_slope"], color=color)
-            ax_pow_local.axhline(fit["predicted"], color=color, ls="--", lw=1.0)
-        else:
-            fit = _fit(asymptotics, variant, "sqrt_depth_slope")
-            label = (
-                f"{_label(variant)}: slope fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
-            )
-            root = np.sqrt(law["depth"])
-            ax_sqrt.plot(np.sqrt(x), log_j, color=color, label=label)
-            ax_sqrt.plot(root, law["fitted_log_apjn"], ":", color=color, lw=2.2)
-            ax_sqrt.plot(root, law["predicted_log_apjn"], "--", color=color, lw=1.0)
-            if points is not None:
-                ax_sqrt.plot(
-                    np.sqrt(points["depth"]),
-                    np.log(points["apjn_mean"]),
-                    "o",
-                    color=color,
-                    ms=3,
-                    mfc="white",
-                )
-            ax_sqrt_local.plot(np.sqrt(x), part["local_slope"], color=color)
-            ax_sqrt_local.axhline(fit["predicted"], color=color, ls="--", lw=1.0)
-    ax_pow.set_xscale("log")
-    ax_pow.set_yscale("log")
-    ax_pow.set_ylabel(r"$J^{L,0}$")
-    ax_pow.set_title("pre-LN: power law $J \\propto L^{\\zeta}$")
-    ax_pow_local.set_xlabel("depth L")
-    ax_pow_local.set_ylabel(r"local exponent $d\ln J / d\ln L$")
-    ax_sqrt.set_ylabel(r"$\ln J^{L,0}$")
-    ax_sqrt.set_title(r"saturating maps: $\ln J \propto \alpha\sqrt{L}$")
-    ax_sqrt_local.set_xlabel(r"$\sqrt{L}$")
-    ax_sqrt_local.set_ylabel(r"local slope $d\ln J / d\sqrt{L}$")
-    for ax in (ax_pow, ax_sqrt):
-        if ax.get_lines():
-            ax.legend(loc="upper left", frameon=False, fontsize=8)
+        fit = _fit(asymptotics, variant, "sqrt_depth_slope")
+        label = f"{_label(variant)}: slope fit {fit['fitted']:.3f}, theory {fit['predicted']:.3f}"
+        root = np.sqrt(law["depth"])
+        axes["sqrt"].plot(np.sqrt(x), log_j, color=color, label=label)
+        axes["sqrt"].plot(root, law["fitted_log_apjn"], ":", color=color, lw=2.2)
+        axes["sqrt"].plot(root, law["predicted_log_apjn"], "--", color=color, lw=1.0)
+        axes["sqrt_local"].plot(np.sqrt(x), part["local_slope"], color=color)
+        axes["sqrt_local"].axhline(fit["predicted"], color=color, ls="--", lw=1.0)
+    _measured_panel(axes["meas"], measured, colors)
+    axes["pow"].set_xscale("log")
+    axes["pow"].set_yscale("log")
+    axes["pow"].set_xlabel("depth L")
+    axes["pow"].set_ylabel(r"$J^{L,0}$")
+    axes["pow"].set_title("pre-LN: power law $J \\propto L^{\\zeta_-}$ for $L \\ll N^3$")
+    axes["sqrt"].set_ylabel(r"$\ln J^{L,0}$")
+    axes["sqrt"].set_title(r"saturating maps: $\ln J \propto \alpha\sqrt{L}$")
+    axes["sqrt_local"].set_xlabel(r"$\sqrt{L}$")
+    axes["sqrt_local"].set_ylabel(r"local slope $d\ln J / d\sqrt{L}$")
+    if axes["sqrt"].get_lines():
+        axes["sqrt"].legend(loc="upper left", frameon=False, fontsize=8)
     fig.text(
         0.5,
         -0.02,
-        "solid: mean-field recursion; dotted: least-squares fit over the deepest depths "
-        "(asymptotics.csv); dashed: closed-form asymptotic law",
+        "solid: mean-field recursion; dotted: least-squares fit (asymptotics.csv); dashed: "
+        "closed form (pre-LN: two-mode model; saturating maps: sqrt-depth law)",
         ha="center",
         fontsize=8,
     )
@@ -223,7 +267,7 @@ def plot_images(curves: pd.DataFrame) -> Figure:
     if curves.empty:
         raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
     variants = _variants(curves)
-    samples = sorted(curves["sample"].unique())
+    samples = sorted(set(zip(curves["init_seed"], curves["sample"], strict=True)))
     palette = dict(zip(samples, sns.color_palette("husl", len(samples)), strict=True))
     fig = Figure(figsize=(3.0 * len(variants) + 1, 6.2), layout="constrained")
     axes = fig.subplots(2, len(variants), sharey="row", squeeze=False)
@@ -232,9 +276,11 @@ def plot_images(curves: pd.DataFrame) -> Figure:
         for row, direction in enumerate(("backward", "forward")):
             ax = axes[row, col]
             rows = part[part["direction"] == direction]
-            for sample, curve in rows.groupby("sample"):
-                ax.plot(curve["block"], curve["apjn_theory"], color=palette[sample], lw=1.0)
-                ax.plot(curve["block"], curve["apjn"], "o", color=palette[sample], ms=2.5)
+            for sample, curve in rows.groupby(["init_seed", "sample"]):
+                color, block = palette[sample], curve["block"]
+                ax.plot(block, curve["apjn_theory"], color=color, lw=1.0)
+                ax.plot(block, curve["apjn_theory_gram"], "--", color=color, lw=0.8)
+                ax.plot(block, curve["apjn"], "o", color=color, ms=2.5)
             ax.set_yscale("log")
             if row == 0:
                 ax.set_title(_label(variant))
@@ -244,16 +290,20 @@ def plot_images(curves: pd.DataFrame) -> Figure:
     axes[0, 0].set_ylabel("backward $J^{L,b}$")
     axes[1, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
     fig.suptitle(
-        "natural images, one colour per image: lines theory seeded with that image's (q, p), "
-        "dots measured"
+        "natural images, one colour per image: solid: theory seeded with that image's (q, p); "
+        "dashed: full-Gram closure; dots: measured"
     )
     return fig
+
+
+REGIONS = (EARLY, "shallow", "middle", "deep")
 
 
 def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     """A3: GMFE of measured vs theory by depth region, one dot per (sample, model)."""
     set_style()
-    table = agreement.copy()
+    full = agreement[agreement["gmfe_gram"].notna()].assign(input="images, full-Gram")
+    table = pd.concat([agreement, full.assign(gmfe=full["gmfe_gram"])], ignore_index=True)
     table["model"] = [
         variant_label(n, None if pd.isna(a) else float(a))
         for n, a in zip(table["norm"], table["alpha"], strict=True)
@@ -261,7 +311,8 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     order = [_label(v) for v in _variants(table)]
     colors = variant_colors([(v.norm, v.alpha) for v in _variants(table)])
     palette = {_label(v): colors[(v.norm, v.alpha)] for v in _variants(table)}
-    inputs = [i for i in ("equiangular", "images") if i in set(table["input"])]
+    kinds = ("equiangular", "images", "images, full-Gram")
+    inputs = [i for i in kinds if i in set(table["input"])]
     fig = Figure(figsize=(5.0 * len(inputs) + 1, 7), layout="constrained")
     axes = fig.subplots(2, len(inputs), sharey=True, squeeze=False)
     for col, kind in enumerate(inputs):
@@ -274,7 +325,7 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
                 y="gmfe",
                 hue="model",
                 hue_order=order,
-                order=["shallow", "middle", "deep"],
+                order=[r for r in REGIONS if r in set(part["region"])],
                 palette=palette,
                 dodge=True,
                 jitter=0.15,
@@ -342,9 +393,16 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
     return fig
 
 
+def _init_band(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per block: the min and max over initializations of the per-initialization mean."""
+    per_init = part.groupby(["block", "init_seed"])[column].mean()
+    return per_init.groupby("block").agg(["min", "max"]).reset_index()
+
+
 def plot_token_stats(curves: pd.DataFrame) -> Figure:
-    """A6: token statistics q_b and p_b / q_b along depth, theory (lines) vs measured (dots),
-    for the permutation-symmetric input and for images (mean over samples)."""
+    """A6: token statistics q_b and p_b / q_b along depth: theory (lines; thin dashed: with the
+    attention self-term) vs measured (dots: mean over initializations and inputs; band: range
+    of the per-initialization means), for the permutation-symmetric input and for images."""
     set_style()
     curves = curves[curves["direction"] == "backward"]
     if curves.empty:
@@ -356,12 +414,16 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     axes = fig.subplots(len(inputs), 2, sharex=True, squeeze=False)
     for row, kind in enumerate(inputs):
         part = curves[curves["input"] == kind].assign(
-            rho=lambda t: t["p"] / t["q"], rho_theory=lambda t: t["p_theory"] / t["q_theory"]
+            rho=lambda t: t["p"] / t["q"],
+            rho_theory=lambda t: t["p_theory"] / t["q_theory"],
+            rho_theory_self=lambda t: t["p_theory_self"] / t["q_theory_self"],
+            rho_theory_gram=lambda t: t["p_theory_gram"] / t["q_theory_gram"],
         )
         for variant in variants:
-            stats = _sample_mean(
-                _select(part, variant), "block", ["q", "q_theory", "rho", "rho_theory"]
-            )
+            rows = _select(part, variant)
+            names = [f"{s}{t}" for s in ("q", "rho") for t in ("", "_theory", "_theory_self",
+                                                                    "_theory_gram")]  # fmt: skip
+            stats = _sample_mean(rows, "block", names)
             color = colors[(variant.norm, variant.alpha)]
             for col, name in enumerate(("q", "rho")):
                 ax = axes[row, col]
@@ -372,6 +434,12 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
                     ls=NORM_LINESTYLES[variant.norm],
                     label=_label(variant),
                 )
+                ax.plot(
+                    stats["block"], stats[f"{name}_theory_self_mean"], "--", color=color, lw=0.7
+                )
+                ax.plot(stats["block"], stats[f"{name}_theory_gram_mean"], ":", color=color, lw=1.2)
+                band = _init_band(rows, name)
+                ax.fill_between(band["block"], band["min"], band["max"], color=color, alpha=0.2)
                 ax.plot(stats["block"], stats[f"{name}_mean"], "o", color=color, ms=3, mfc="white")
         axes[row, 0].set_yscale("log")
         axes[row, 0].set_ylabel(f"{kind}: $q_b$")
@@ -379,7 +447,11 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     for ax in axes[-1]:
         ax.set_xlabel("block b")
     axes[0, 1].legend(
-        frameon=False, fontsize=8, title="lines: theory, dots: measured", title_fontsize=8
+        frameon=False,
+        fontsize=8,
+        title="lines: theory (dashed: + self-term, dotted: full-Gram)\n"
+        "dots: measured, band: initializations",
+        title_fontsize=8,
     )
     fig.suptitle("token statistics along depth (CLS excluded)")
     return fig
@@ -555,12 +627,15 @@ whose rate rises with alpha. Data: results/apjn/theory_curves.csv.
         plot=plot_permsym,
         caption="""\
 A1. APJN of random-init timm ViTs (width {{ config["apjn"]["model"]["width"] }}, depth
-{{ config["apjn"]["model"]["depth"] }}, ReLU MLPs, eval mode) on permutation-symmetric input
-written into block 0 (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
-{{ config["apjn"]["input"]["p0"] }}). Dots: Hutchinson estimates (mean over input samples, bars:
-their spread); lines: the infinite-width recursion seeded with the measured (q, p) at the source
-block and the mean-field constants read off the built weights. Left: backward J^{L,b}, right:
-forward J^{b,0}. Data: results/apjn/measured_curves.csv (input = equiangular).
+{{ config["apjn"]["model"]["depth"] }}, ReLU MLPs, eval mode, block weights drawn with
+init_std = {{ config["apjn"]["model"]["init_std"] }}: ViT-B's mean-field constants when
+"vit_b") on permutation-symmetric input written into block 0 (q0 =
+{{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}). Dots:
+Hutchinson estimates (mean over {{ config["apjn"]["measure"]["inits"] }} initializations and
+their input samples, bars: the spread over all of them); lines: the infinite-width recursion
+seeded with the measured (q, p) at the source block and the mean-field constants read off the
+built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Data:
+results/apjn/measured_curves.csv (input = equiangular).
 """,
         labels=_labels("A1", "APJN vs block", "permutation-symmetric"),
     ),
@@ -572,12 +647,21 @@ forward J^{b,0}. Data: results/apjn/measured_curves.csv (input = equiangular).
         plot=plot_images,
         caption="""\
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
-{{ config["apjn"]["images"]["count"] }} images) fed through the patch embedding. Each colour is
-one image: dots are measured, lines are the theory seeded with that image's own token statistics
-(q, p) at the source block. Top: backward J^{L,b}; bottom: forward from block
-{{ config["apjn"]["images"]["forward_source_block"] }}. Real images break the permutation
-symmetry the theory assumes (CLS token, position embeddings, structured patches), so agreement
-is expected to be looser than in A1. Data: results/apjn/measured_curves.csv (input = images).
+{{ config["apjn"]["images"]["count"] }} images per initialization,
+{{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding. Each
+colour is one image: dots are measured, solid lines are the theory seeded with that image's own
+token statistics (q, p) at the source block, dashed lines the full-Gram closure seeded with its
+whole token Gram matrix (CLS included; pre-LN and Derf only, tanh has no closed pair kernel).
+Top: backward J^{L,b}; bottom: forward from block
+{{ config["apjn"]["images"]["forward_source_block"] }}. The theory and measurement part in the
+first blocks of the backward curves: the CLS token (cls_token drawn with std 1e-6 plus the
+position embedding) has a tiny variance q, so its normalization Jacobian (~1/sqrt(q)) is huge,
+and the per-token q of an image varies so much that mean(1/q_i) is several times 1/mean(q_i),
+which the (q, p) closure replaces it with; the full-Gram closure keeps every token's own
+variance and removes most of this. As the authors do, the agreement (A3) is measured
+from block {{ config["apjn"]["images"]["compare_from_block"] }} backward and from the source
+block forward; the earlier backward blocks are reported apart ("early"). Data:
+results/apjn/measured_curves.csv (input = images).
 """,
         labels=_labels("A2", "per-image APJN vs block", "natural images"),
     ),
@@ -589,9 +673,13 @@ is expected to be looser than in A1. Data: results/apjn/measured_curves.csv (inp
         plot=plot_gmfe,
         caption="""\
 A3. Agreement between measured and theoretical APJN curves: geometric mean fold error GMFE =
-exp(mean of abs(ln(measured / theory))) over the blocks of each third of the depth (shallow,
-middle, deep), one dot per (sample, model), for both input kinds and both directions. The dashed
-line marks 1.05. Data: results/apjn/agreement.csv.
+exp(mean of abs(ln(measured / theory))) over the blocks of each third of the compared depth
+(shallow, middle, deep), one dot per (initialization, sample, model), for both input kinds and
+both directions. On images the backward comparison starts at block
+{{ config["apjn"]["images"]["compare_from_block"] }}; the blocks before it, where the CLS token's
+tiny variance breaks the (q, p) closure (A2), are shown apart as "early". The right column
+repeats the image comparison with the full-Gram closure (pre-LN and Derf). The dashed line marks
+1.05. Data: results/apjn/agreement.csv (columns gmfe, gmfe_gram).
 """,
         labels=_labels("A3", "GMFE by depth region", "both"),
     ),
@@ -604,20 +692,29 @@ line marks 1.05. Data: results/apjn/agreement.csv.
             "asymptotics": "results/apjn/asymptotics.csv",
             "laws": "results/apjn/depth_laws.csv",
             "measured": "results/apjn/depth_measured.csv",
+            "tokens": "results/apjn/preln_tokens.csv",
         },
         plot=plot_depth_scaling,
         caption="""\
-A4. End-to-end APJN J^{L,0} against depth L up to {{ config["apjn"]["theory"]["max_depth"] }}
-blocks, from the mean-field recursion, with the values measured in a timm ViT of depth
-{{ config["apjn"]["depth_scaling"]["max_depth"] }} overlaid (open dots, mean over samples; the
-first L blocks of the deep model are an L-block model at init). Left, log-log: pre-LN follows a
-power law L^zeta; the legend gives the exponent fitted over the deepest decade next to the
-closed form zeta = (m/2 + a/N)/(a + m/2). The fitted value sits slightly above the closed form,
-which neglects the cross-token channel and the slow approach of the token correlation to 1.
-Right: ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential,
-subcritical growth) whose slope is proportional to alpha; dashed lines show the closed-form
-slopes. Data: results/apjn/theory_depth.csv, results/apjn/asymptotics.csv and
-results/apjn/depth_measured.csv.
+A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
+{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN. Its (J, K)
+recursion, linearised at token correlation 1, has two power laws, zeta_- = m/(m + 2a) and
+zeta_+ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on zeta_+, so for
+L much below the crossover (about N^3 blocks) J grows as L^zeta_-: the paper's power law. The
+legend gives the exponent fitted one decade below the depth where zeta_+ carries 10 % of J, the
+same fit of the two-mode closed form, and zeta_-. Bottom left: pre-LN's local exponent against
+L / N^3 for N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens (solid:
+recursion from q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }},
+to {{ config["apjn"]["theory"]["token_max_depth"] }} blocks; dashed: two-mode closed form, exact
+when p0 = q0; dotted: zeta_- (grey), each N's zeta_+ and crossover). The recursion approaches
+the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - zeta_-)). Middle:
+ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential, subcritical
+growth) whose slope is proportional to alpha (dashed: closed-form slope), and its local slope.
+Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
+at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
+over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
+with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
+asymptotics.csv, preln_tokens.csv and depth_measured.csv.
 """,
         labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
     ),
@@ -631,7 +728,8 @@ results/apjn/depth_measured.csv.
 A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} model on
 permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
 the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
-Lines: theory seeded with the measured input statistics; dots: measured (mean over samples). The
+Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
+the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). The
 normalization-free models' APJN rises steeply with alpha_0 and with the init scale. Data:
 results/apjn/sensitivity.csv.
 """,
@@ -650,9 +748,13 @@ results/apjn/sensitivity.csv.
         plot=plot_token_stats,
         caption="""\
 A6. Token statistics along depth: the per-token variance q_b and the cross-token correlation
-p_b/q_b (CLS excluded), theory (lines) against measurement (dots, mean over samples), for the
-permutation-symmetric input (top) and natural images (bottom). Data:
-results/apjn/measured_curves.csv (columns q, p, q_theory, p_theory).
+p_b/q_b (CLS excluded), theory (lines: the authors' recursion, which the other figures use; thin
+dashed: with the attention self-term, uniform attention averaging each token's own value vector
+too, + a (q~ - p~)/N_tot; dotted, images: the full-Gram closure) against measurement (dots:
+mean over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs; band:
+range of the per-initialization means, the seed-to-seed spread), for the permutation-symmetric
+input (top) and natural images (bottom). Data: results/apjn/measured_curves.csv (columns q,
+p, q_theory, p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gram).
 """,
         labels=_labels("A6", "token statistics q, p/q vs block", "both"),
     ),

@@ -46,7 +46,7 @@ class MeasureSettings:
     probes: int
     chunk_size: int
     dtype: str
-    seed: int
+    seed: int  # draws the model's weights (one initialization) and its inputs
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class CurveItem:
 
     @property
     def id(self) -> str:
-        return f"{_spec_id(self.spec)}_{self.input}"
+        return f"{_spec_id(self.spec)}_{self.input}_init{self.settings.seed}"
 
     @property
     def provenance(self) -> dict[str, int | str]:
@@ -89,11 +89,12 @@ class EndToEndItem:
 
     @property
     def id(self) -> str:
+        init = f"init{self.settings.seed}"
         if self.sweep == "depth":
-            return f"depth_{_spec_id(self.spec)}"
+            return f"depth_{_spec_id(self.spec)}_{init}"
         mult = {"attn_mult": self.spec.attn_mult, "mlp_mult": self.spec.mlp_mult}
         value = f"-{mult[self.sweep]:g}" if self.sweep in mult else ""
-        return f"{self.sweep}{value}_{_spec_id(self.spec)}"
+        return f"{self.sweep}{value}_{_spec_id(self.spec)}_{init}"
 
     @property
     def provenance(self) -> dict[str, int | str]:
@@ -201,26 +202,34 @@ def measure_settings(
     )
 
 
+def init_seeds(seed: int, inits: int) -> range:
+    """One seed per independent initialization of a measured model."""
+    return range(seed, seed + inits)
+
+
 def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
-    """Every variant on the permutation-symmetric input (forward curve from block 0) and on
-    natural images (forward from images.forward_source_block)."""
-    settings, images = measure_settings(apjn, seed), apjn["images"]
+    """Every variant and initialization on the permutation-symmetric input (forward curve from
+    block 0) and on natural images (forward from images.forward_source_block)."""
+    images = apjn["images"]
     source = ImageSource(images["source"], images["cifar_root"], images["count"])
     items = []
     for spec in variant_specs(apjn, base_spec(apjn)):
-        items.append(CurveItem(spec, "equiangular", 0, settings))
-        items.append(CurveItem(spec, "images", images["forward_source_block"], settings, source))
+        for init in init_seeds(seed, apjn["measure"]["inits"]):
+            settings = measure_settings(apjn, init)
+            b0 = images["forward_source_block"]
+            items.append(CurveItem(spec, "equiangular", 0, settings))
+            items.append(CurveItem(spec, "images", b0, settings, source))
     return items
 
 
 def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
-    """J^{L,0} vs α₀ (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf at mult_alpha).
-    End-to-end sweeps need only J^{L,0}: measure.sweep_samples samples suffice."""
+    """J^{L,0} vs α₀ (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf at mult_alpha),
+    for sensitivity.inits initializations each. End-to-end sweeps need only J^{L,0}:
+    measure.sweep_samples samples suffice."""
     spec, cfg = base_spec(apjn), apjn["sensitivity"]
-    settings = measure_settings(apjn, seed, apjn["measure"]["sweep_samples"])
     depths = (spec.depth,)
-    items = [
-        EndToEndItem("alpha", spec.with_(norm=norm, alpha=alpha), depths, settings)
+    models = [
+        ("alpha", spec.with_(norm=norm, alpha=alpha))
         for norm in ("derf", "dyt")
         for alpha in cfg["alphas"]
     ]
@@ -228,9 +237,13 @@ def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
         for sweep in ("attn_mult", "mlp_mult"):
             for mult in cfg["mults"]:
                 mults = {"attn_mult": 1.0, "mlp_mult": 1.0, sweep: mult}
-                model = spec.with_(norm=norm, alpha=alpha, **mults)
-                items.append(EndToEndItem(sweep, model, depths, settings))
-    return items
+                models.append((sweep, spec.with_(norm=norm, alpha=alpha, **mults)))
+    samples = apjn["measure"]["sweep_samples"]
+    return [
+        EndToEndItem(sweep, model, depths, measure_settings(apjn, init, samples))
+        for sweep, model in models
+        for init in init_seeds(seed, cfg["inits"])
+    ]
 
 
 def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
@@ -238,10 +251,14 @@ def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     gives J^{L,0} for every L up to that depth (the first L blocks of a deeper net at init are
     an L-block net)."""
     max_depth = apjn["depth_scaling"]["max_depth"]
-    settings = measure_settings(apjn, seed, apjn["measure"]["sweep_samples"])
+    samples = apjn["measure"]["sweep_samples"]
     spec = base_spec(apjn).with_(depth=max_depth)
     depths = tuple(range(1, max_depth + 1))
-    return [EndToEndItem("depth", s, depths, settings) for s in variant_specs(apjn, spec)]
+    return [
+        EndToEndItem("depth", s, depths, measure_settings(apjn, init, samples))
+        for s in variant_specs(apjn, spec)
+        for init in init_seeds(seed, apjn["measure"]["inits"])
+    ]
 
 
 def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:

@@ -11,8 +11,21 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from transformer_stability.apjn.kernels import NormName
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.spec import TIMM_INIT_STD, ViTSpec
 from transformer_stability.apjn.theory import MeanField
+
+VIT_B_WIDTH = 768
+
+
+def resolve_init_std(init_std: str | float, width: int) -> float:
+    """The std of every block Linear weight. "vit_b" keeps ViT-B's fan_in * std^2 per layer
+    (std 0.02 at width 768, so a = 0.0944 and m = 0.3775 for MLP ratio 4) at any width:
+    std = 0.02 sqrt(768 / width); a positive number is used as it is."""
+    if init_std == "vit_b":
+        return TIMM_INIT_STD * (VIT_B_WIDTH / width) ** 0.5
+    if isinstance(init_std, str) or not init_std > 0:
+        raise ValueError(f"init_std is 'vit_b' or a positive number, not {init_std!r}")
+    return float(init_std)
 
 
 class SaturatingNorm(nn.Module):
@@ -46,30 +59,16 @@ def _replace_norms(model: VisionTransformer, spec: ViTSpec) -> None:
         model.norm = SaturatingNorm(spec.width, spec.norm, spec.alpha)
 
 
-TIMM_INIT_STD = 0.02
-VIT_B_WIDTH = 768
-
-
-def resolve_init_std(init_std: str | float, width: int) -> float:
-    """The std of the block weights: 'vit_b' gives 0.02 * sqrt(768 / width), so that
-    fan_in * std^2 per layer, hence the mean-field constants (a, m), equal ViT-B's (for
-    mlp_ratio 4); a positive number is taken as it is."""
-    if init_std == "vit_b":
-        return TIMM_INIT_STD * (VIT_B_WIDTH / width) ** 0.5
-    if isinstance(init_std, str) or init_std <= 0:
-        raise ValueError(f"init_std is 'vit_b' or a positive number, not {init_std!r}")
-    return float(init_std)
-
-
 @torch.no_grad()
 def _apply_init_multipliers(model: VisionTransformer, spec: ViTSpec) -> None:
-    """init_std rescales timm's std-0.02 draws of every block weight matrix; attn_mult scales
-    the V rows of qkv (weight and bias) and the out-projection; mlp_mult scales fc1 and fc2
-    weights."""
+    """Every block Linear weight is rescaled from timm's std 0.02 to spec.init_std; then
+    attn_mult scales the V rows of qkv (weight and bias) and the out-projection and mlp_mult
+    scales fc1 and fc2 weights."""
     d = spec.width
+    scale = resolve_init_std(spec.init_std, d) / TIMM_INIT_STD
     for block in model.blocks:
-        for layer in (block.attn.qkv, block.attn.proj, block.mlp.fc1, block.mlp.fc2):
-            layer.weight.mul_(spec.init_std / TIMM_INIT_STD)
+        for linear in (block.attn.qkv, block.attn.proj, block.mlp.fc1, block.mlp.fc2):
+            linear.weight.mul_(scale)
         block.attn.qkv.weight[2 * d :].mul_(spec.attn_mult)
         block.attn.qkv.bias[2 * d :].mul_(spec.attn_mult)
         block.attn.proj.weight.mul_(spec.attn_mult)

@@ -7,6 +7,9 @@ from dataclasses import dataclass, replace
 
 from transformer_stability.apjn.kernels import NormName
 
+TIMM_INIT_STD = 0.02
+"""timm's trunc-normal std of every Linear weight in a ViT block."""
+
 
 @dataclass(frozen=True)
 class ViTSpec:
@@ -22,8 +25,8 @@ class ViTSpec:
     alpha: float | None = None
     attn_mult: float = 1.0
     mlp_mult: float = 1.0
+    init_std: str | float = TIMM_INIT_STD  # "vit_b" or a std; models.resolve_init_std
     relu: bool = True
-    init_std: float = 0.02  # std of the block weight matrices (timm's 0.02)
     num_classes: int = 0
     in_chans: int = 3
 
@@ -37,7 +40,8 @@ class ViTSpec:
 
     @classmethod
     def from_config(cls, model: dict, **changes) -> ViTSpec:
-        """From a config `model` section (width, heads, depth, img_size, patch_size, mlp_ratio)
-        plus any other fields."""
+        """From a config `model` section (width, heads, depth, img_size, patch_size, mlp_ratio,
+        init_std where the section has it, else timm's) plus any other fields."""
         keys = ("width", "heads", "depth", "img_size", "patch_size", "mlp_ratio")
-        return cls(**{key: model[key] for key in keys}, **changes)
+        init_std = model.get("init_std", TIMM_INIT_STD)
+        return cls(**{key: model[key] for key in keys}, init_std=init_std, **changes)

@@ -19,7 +19,9 @@ from transformer_stability.apjn.theory import (
     backward_log_apjn,
     end_to_end_log_apjn,
     forward_log_apjn,
-    preln_exponent,
+    preln_modes,
+    preln_share_depth,
+    preln_two_mode_log_apjn,
     propagate_statistics,
     sqrt_depth_slope,
 )
@@ -30,10 +32,16 @@ ID_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult"]
 """The identifying columns every Study A table starts with (see variant_ids)."""
 CURVE_COLUMNS = [*ID_COLUMNS, "width", "depth", "direction", "source_block", "block", "apjn",
                  "q", "p"]  # fmt: skip
-DEPTH_COLUMNS = [*ID_COLUMNS, "width", "depth", "apjn", "log_apjn", "local_slope"]
+DEPTH_COLUMNS = [*ID_COLUMNS, "width", "n_tokens", "depth", "apjn", "log_apjn", "local_slope"]
 LAW_COLUMNS = [*ID_COLUMNS, "quantity", "depth", "fitted_log_apjn", "predicted_log_apjn"]
-ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "quantity", "fitted", "predicted", "fit_intercept",
-                      "fit_min_depth", "fit_max_depth"]  # fmt: skip
+ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "n_tokens", "quantity", "fitted", "predicted",
+                      "two_mode_fit", "fit_intercept", "fit_min_depth",
+                      "fit_max_depth"]  # fmt: skip
+TOKEN_COLUMNS = ["n_tokens", "depth", "scaled_depth", "local_slope", "two_mode_slope",
+                 "zeta_minus", "zeta_plus", "crossover_depth"]  # fmt: skip
+MODE_SHARE = 0.1
+"""The pre-LN fit windows end (zeta_-) or start (zeta_+) where the other mode carries this share
+of J, and span one decade."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class ApjnStudy:
     max_depth: int
     fit_from: float
     depth_points: int
+    token_counts: tuple[int, ...]
+    token_max_depth: int
 
     @classmethod
     def from_config(cls, apjn: dict[str, Any]) -> ApjnStudy:
@@ -59,6 +69,8 @@ class ApjnStudy:
             max_depth=theory["max_depth"],
             fit_from=theory["fit_from"],
             depth_points=theory["depth_points"],
+            token_counts=tuple(theory["token_counts"]),
+            token_max_depth=theory["token_max_depth"],
         )
 
     @property
@@ -67,10 +79,15 @@ class ApjnStudy:
 
     @property
     def shape(self) -> ViTShape:
+        # imported here: models imports torch, which the workflow's parse of this module and
+        # the theory jobs' start should not pay for
+        from transformer_stability.apjn.models import resolve_init_std
+
         return ViTShape(
             width=self.spec.width,
             n_tokens_total=self.spec.n_tokens,
             mlp_ratio=self.spec.mlp_ratio,
+            init_std=resolve_init_std(self.spec.init_std, self.spec.width),
             attn_mult=self.spec.attn_mult,
             mlp_mult=self.spec.mlp_mult,
         )
@@ -121,35 +138,100 @@ def theory_curves(study: ApjnStudy) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
 
 
-def _fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> list[dict[str, Any]]:
-    """The asymptotic laws fitted on depths [fit_from * max_depth, max_depth]."""
+def _fit_row(
+    ids: dict[str, Any], quantity: str, x: np.ndarray, y: np.ndarray, window: tuple[int, int]
+) -> dict[str, Any]:
+    """A least-squares line of y against x: slope (`fitted`), intercept and window."""
+    slope, intercept = np.polyfit(x, y, 1) if len(x) >= 2 else (np.nan, np.nan)
+    return {
+        **ids,
+        "quantity": quantity,
+        "fitted": float(slope),
+        "fit_intercept": float(intercept),
+        "fit_min_depth": window[0],
+        "fit_max_depth": window[1],
+    }
+
+
+def _saturating_fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> list[dict]:
+    """Derf/DyT: the sqrt-depth slope and the stretch exponent on [fit_from * max_depth,
+    max_depth]."""
     lo = max(2, math.floor(study.fit_from * study.max_depth))
     depth = np.arange(lo, study.max_depth + 1, dtype=float)
-    y = log_j[lo:]
-    mf = study.mean_field
-    if variant.norm == "ln":
-        laws = [("power_law_exponent", np.log(depth), y, preln_exponent(mf))]
-    else:
-        predicted = sqrt_depth_slope(variant.norm, variant.alpha, mf)
-        laws = [
-            ("sqrt_depth_slope", np.sqrt(depth), y, predicted),
-            ("stretch_exponent", np.log(depth), np.log(y), 0.5),
-        ]
-    rows = []
-    for quantity, x, yy, predicted in laws:
-        slope, intercept = np.polyfit(x, yy, 1)
-        rows.append(
-            {
-                **variant_ids(variant, study.spec),
-                "quantity": quantity,
-                "fitted": float(slope),
-                "predicted": float(predicted),
-                "fit_intercept": float(intercept),
-                "fit_min_depth": lo,
-                "fit_max_depth": study.max_depth,
-            }
-        )
+    y, mf = log_j[lo:], study.mean_field
+    ids = {**variant_ids(variant, study.spec), "n_tokens": mf.n_tokens, "two_mode_fit": np.nan}
+    window = (lo, study.max_depth)
+    return [
+        _fit_row(ids, "sqrt_depth_slope", np.sqrt(depth), y, window)
+        | {"predicted": sqrt_depth_slope(variant.norm, variant.alpha, mf)},
+        _fit_row(ids, "stretch_exponent", np.log(depth), np.log(y), window) | {"predicted": 0.5},
+    ]
+
+
+def _mode_windows(study: ApjnStudy, mf: MeanField) -> dict[str, tuple[int, int]]:
+    """One decade below the depth where zeta_+ carries MODE_SHARE of J, one decade above the
+    depth where zeta_- does (two-mode closed form); the zeta_- window starts no earlier than
+    where q has grown tenfold, past the transient."""
+    below = preln_share_depth(mf, study.q0, MODE_SHARE)
+    above = preln_share_depth(mf, study.q0, 1 - MODE_SHARE)
+    start = 10 * study.q0 / preln_modes(mf).growth
+    return {
+        "zeta_minus": (math.ceil(max(below / 10, start)), math.floor(below)),
+        "zeta_plus": (math.ceil(above), math.floor(10 * above)),
+    }
+
+
+def _preln_fits(
+    study: ApjnStudy, mf: MeanField, log_j: np.ndarray, ids: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """zeta_- and zeta_+ fitted on the recursion and on the two-mode closed form over their
+    windows; a window beyond the computed depth (or before the transient) gives NaN fits."""
+    modes, rows = preln_modes(mf), []
+    for quantity, (lo, hi) in _mode_windows(study, mf).items():
+        reached = 2 <= lo < hi <= len(log_j) - 1
+        depth = np.arange(lo, hi + 1) if reached else np.array([], dtype=int)
+        x = np.log(depth)
+        two_mode = preln_two_mode_log_apjn(mf, study.q0, depth)
+        row = _fit_row(ids, quantity, x, log_j[depth], (lo, hi))
+        row["two_mode_fit"] = float(np.polyfit(x, two_mode, 1)[0]) if reached else np.nan
+        row["predicted"] = getattr(modes, quantity)
+        rows.append(row)
     return rows
+
+
+def preln_token_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Pre-LN's local exponent against L / N^3 for every configured token count N (and the
+    model's own), from one (q, p) trajectory to token_max_depth (the statistics do not depend
+    on N), with the two-mode closed form beside it; and the zeta_-/zeta_+ fits of each N."""
+    base, depth_max = study.mean_field, study.token_max_depth
+    counts = sorted({*study.token_counts, base.n_tokens})
+    traj = propagate_statistics(
+        norm_kernel("ln"), base, study.q0, study.p0, depth_max, progress=True
+    )
+    depths = np.unique(np.geomspace(1, depth_max, study.depth_points).round().astype(int))
+    ids = variant_ids(Variant("ln"), study.spec)
+    frames, rows = [], []
+    for n in counts:
+        mf = MeanField(base.a, base.m, n)
+        log_j = forward_log_apjn(traj, mf)
+        two_mode = preln_two_mode_log_apjn(mf, study.q0, depths)
+        modes = preln_modes(mf)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "n_tokens": n,
+                    "depth": depths,
+                    "scaled_depth": depths / float(n) ** 3,
+                    "local_slope": np.gradient(log_j[depths], np.log(depths)),
+                    "two_mode_slope": np.gradient(two_mode, np.log(depths)),
+                    "zeta_minus": modes.zeta_minus,
+                    "zeta_plus": modes.zeta_plus,
+                    "crossover_depth": preln_share_depth(mf, study.q0),
+                }
+            )
+        )
+        rows.extend(_preln_fits(study, mf, log_j, {**ids, "n_tokens": n}))
+    return pd.concat(frames, ignore_index=True)[TOKEN_COLUMNS], rows
 
 
 def _law_variable(norm: str, depth: np.ndarray) -> np.ndarray:
@@ -178,12 +260,16 @@ def _laws(
     )
 
 
-def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def depth_scaling(
+    study: ApjnStudy,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """End-to-end J^{L,0} vs L up to max_depth (log-spaced sample) with its local slope in the
-    law's variable, the asymptotic fits, and the fitted and closed-form law lines."""
+    law's variable, the asymptotic fits, the fitted and closed-form law lines (zeta_- for
+    pre-LN), and pre-LN's local exponent for several token counts."""
     mf = study.mean_field
     depths = np.unique(np.geomspace(1, study.max_depth, study.depth_points).round().astype(int))
-    curves, fits, laws = [], [], []
+    tokens, preln_rows = preln_token_scaling(study)
+    curves, fits, laws = [], list(preln_rows), []
     for variant in study.variants:
         log.info("depth scaling of %s to L = %d", variant.id, study.max_depth)
         log_j = end_to_end_log_apjn(
@@ -193,22 +279,31 @@ def depth_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, pd.DataFrame, pd.Data
             {
                 **variant_ids(variant, study.spec),
                 "width": study.spec.width,
+                "n_tokens": mf.n_tokens,
                 "depth": depths,
                 "apjn": np.exp(log_j[depths]),
                 "log_apjn": log_j[depths],
                 "local_slope": np.gradient(log_j[depths], _law_variable(variant.norm, depths)),
             }
         )
-        variant_fits = _fits(study, variant, log_j)
-        primary = variant_fits[0]  # the power law (pre-LN) or the sqrt-depth slope
+        if variant.norm == "ln":  # its fits come from the token family, at its own N
+            primary = next(
+                r
+                for r in preln_rows
+                if r["quantity"] == "zeta_minus" and r["n_tokens"] == mf.n_tokens
+            )
+        else:
+            variant_fits = _saturating_fits(study, variant, log_j)
+            primary = variant_fits[0]  # the sqrt-depth slope
+            fits.extend(variant_fits)
         laws.append(_laws(curve, primary, variant, study.spec))
         curves.append(curve)
-        fits.extend(variant_fits)
     asymptotics = pd.DataFrame(fits, columns=ASYMPTOTIC_COLUMNS)
     return (
         pd.concat(curves, ignore_index=True)[DEPTH_COLUMNS],
         asymptotics,
         pd.concat(laws, ignore_index=True)[LAW_COLUMNS],
+        tokens,
     )
 
 
@@ -217,8 +312,10 @@ __all__ = [
     "CURVE_COLUMNS",
     "DEPTH_COLUMNS",
     "LAW_COLUMNS",
+    "TOKEN_COLUMNS",
     "ApjnStudy",
     "Variant",
     "depth_scaling",
+    "preln_token_scaling",
     "theory_curves",
 ]

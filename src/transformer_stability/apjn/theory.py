@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.special import gammaln
 from tqdm.auto import tqdm
 
 from transformer_stability.apjn.kernels import (
@@ -78,9 +79,19 @@ class Trajectory:
 
 
 def propagate_statistics(
-    kernel: NormKernel, mf: MeanField, q0: float, p0: float, depth: int, progress: bool = False
+    kernel: NormKernel,
+    mf: MeanField,
+    q0: float,
+    p0: float,
+    depth: int,
+    progress: bool = False,
+    self_term: bool = False,
 ) -> Trajectory:
-    """Iterate the (q, p) recursion for `depth` blocks starting from (q0, p0)."""
+    """Iterate the (q, p) recursion for `depth` blocks starting from (q0, p0).
+
+    Uniform attention gives every token the mean of all N_tot = N + 1 value vectors, whose
+    second moment is p_tilde + (q_tilde - p_tilde)/N_tot. The authors' recursion (the default,
+    which the paper's figures use) keeps p_tilde only; `self_term` adds the 1/N_tot part."""
     if not q0 > 0 or not abs(p0) <= q0:
         raise ValueError(f"need q0 > 0 and |p0| <= q0, got q0={q0}, p0={p0}")
     q, p = np.empty(depth + 1), np.empty(depth + 1)
@@ -90,8 +101,9 @@ def propagate_statistics(
     blocks = tqdm(range(depth), desc="mean-field blocks", disable=not progress, mininterval=2.0)
     for layer in blocks:
         k = kernel(q[layer], p[layer])
-        q_h = q[layer] + mf.a * k.p_tilde
-        p_h = p[layer] + mf.a * k.p_tilde
+        mixed = k.p_tilde + (k.q_tilde - k.p_tilde) / (mf.n_tokens + 1) if self_term else k.p_tilde
+        q_h = q[layer] + mf.a * mixed
+        p_h = p[layer] + mf.a * mixed
         kh = kernel(q_h, p_h)
         rho_h = kh.p_tilde / kh.q_tilde
         q[layer + 1] = q_h + 0.5 * mf.m * kh.q_tilde
@@ -143,9 +155,98 @@ DYT_ALPHA_FACTOR = math.sqrt(2.0 * math.pi) / 3.0
 """Large-q ratio of tanh's to erf's chi_q at equal alpha: (4/(3 sqrt(2 pi))) / (2/pi) ~ 0.836."""
 
 
-def preln_exponent(mf: MeanField) -> float:
-    """zeta in J ~ l^zeta for pre-LN: (m/2 + a/N) / (a + m/2)."""
-    return (0.5 * mf.m + mf.a / mf.n_tokens) / (mf.a + 0.5 * mf.m)
+@dataclass(frozen=True)
+class PreLNModes:
+    """The two power laws of pre-LN's (J, K) recursion linearised at rho = 1.
+
+    With q_l = q0 + c l (c = a + m/2) every block multiplies (J, K) by (1 + m/(2 q_h)) times
+    I + B/q_l, B = a [[1/N, 1], [1/N, 1]]. B has the eigenvalues 0, on (1, -1/N), and
+    lambda = a (1 + 1/N), on (1, 1); all block matrices commute, so J ~ w_- L^zeta_- +
+    w_+ L^zeta_+ with zeta_- = (m/2)/c = m/(m + 2a) and zeta_+ = (m/2 + lambda)/c =
+    1 + a/(N c). Derivation: docs/apjn.md.
+    """
+
+    zeta_minus: float
+    zeta_plus: float
+    growth: float  # c = a + m/2, the per-block growth of q at rho = 1
+    attention_eigenvalue: float  # lambda = a (1 + 1/N)
+
+
+def preln_modes(mf: MeanField) -> PreLNModes:
+    """zeta_- = m/(m + 2a) and zeta_+ = 1 + a/(N (a + m/2)) of mean-field constants `mf`."""
+    growth = mf.a + 0.5 * mf.m
+    eigenvalue = mf.a * (1.0 + 1.0 / mf.n_tokens)
+    return PreLNModes(
+        zeta_minus=0.5 * mf.m / growth,
+        zeta_plus=(0.5 * mf.m + eigenvalue) / growth,
+        growth=growth,
+        attention_eigenvalue=eigenvalue,
+    )
+
+
+def preln_mode_weights(mf: MeanField, j0: float = 1.0, k0: float = 0.0) -> tuple[float, float]:
+    """(w_-, w_+): the start (J, K) = w_- (1, -1/N) + w_+ (1, 1); (1, 0) gives w_+ = 1/(N+1)."""
+    n = mf.n_tokens
+    w_plus = (j0 + n * k0) / (n + 1)
+    return j0 - w_plus, w_plus
+
+
+def _log_gamma_ratio(x: np.ndarray, shift: float) -> np.ndarray:
+    """ln Gamma(x + shift) - ln Gamma(x) without the cancellation of two huge gammaln values:
+    its asymptotic series for x >= 1e4 (error < 1e-13)."""
+    x = np.asarray(x, dtype=float)
+    big = np.maximum(x, 1e4)
+    series = (
+        shift * np.log(big)
+        + shift * (shift - 1) / (2 * big)
+        - shift * (shift - 1) * (2 * shift - 1) / (12 * big**2)
+    )
+    small = np.minimum(x, 1e4)
+    return np.where(x >= 1e4, series, gammaln(small + shift) - gammaln(small))
+
+
+def _log_rising_ratio(start: float, shift: float, depth: np.ndarray) -> np.ndarray:
+    """ln prod_{l<L} (1 + shift/(l + start)) = ln Gamma(L+start+shift) Gamma(start) /
+    (Gamma(L+start) Gamma(start+shift)); grows as shift * ln L."""
+    return _log_gamma_ratio(np.asarray(depth, dtype=float) + start, shift) - _log_gamma_ratio(
+        np.array(start), shift
+    )
+
+
+def preln_two_mode_log_apjn(
+    mf: MeanField, q0: float, depth: np.ndarray, j0: float = 1.0, k0: float = 0.0
+) -> np.ndarray:
+    """ln J^{L,0} of pre-LN in closed form at rho = 1 (exact when p0 = q0, where rho stays 1),
+    for every L in `depth` (real values allowed): the common MLP factor times
+    w_- + w_+ prod_l (1 + lambda/q_l)."""
+    modes = preln_modes(mf)
+    c, depth = modes.growth, np.asarray(depth, dtype=float)
+    w_minus, w_plus = preln_mode_weights(mf, j0, k0)
+    mlp = _log_rising_ratio((q0 + mf.a) / c, 0.5 * mf.m / c, depth)
+    attention = _log_rising_ratio(q0 / c, modes.attention_eigenvalue / c, depth)
+    return mlp + np.logaddexp(math.log(w_minus), math.log(w_plus) + attention)
+
+
+def preln_share_depth(
+    mf: MeanField, q0: float, share: float = 0.5, j0: float = 1.0, k0: float = 0.0
+) -> float:
+    """The depth at which the zeta_+ mode carries `share` of J (0 < share < 1). share = 1/2 is
+    the crossover, where the local exponent passes the midpoint of zeta_- and zeta_+: about
+    (q0/c) N^(1/(zeta_+ - zeta_-)), ~ N^3 at ViT-B's constants (zeta_+ - zeta_- ~ a/c ~ 1/3).
+    0 when the zeta_+ mode already has that share at the start."""
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie in (0, 1), got {share}")
+    modes = preln_modes(mf)
+    w_minus, w_plus = preln_mode_weights(mf, j0, k0)
+    target = math.log(w_minus / w_plus * share / (1 - share))
+    if target <= 0:
+        return 0.0
+    start, shift = q0 / modes.growth, modes.attention_eigenvalue / modes.growth
+
+    def gap(log_depth: float) -> float:
+        return float(_log_rising_ratio(start, shift, np.array(math.exp(log_depth)))) - target
+
+    return math.exp(brentq(gap, -30.0, 100.0, xtol=1e-12))
 
 
 def _arcsine_map(rho: float) -> float:
@@ -195,12 +296,16 @@ def end_to_end_log_apjn(
 __all__ = [
     "DYT_ALPHA_FACTOR",
     "MeanField",
+    "PreLNModes",
     "Trajectory",
     "ViTShape",
     "backward_log_apjn",
     "end_to_end_log_apjn",
     "forward_log_apjn",
-    "preln_exponent",
+    "preln_mode_weights",
+    "preln_modes",
+    "preln_share_depth",
+    "preln_two_mode_log_apjn",
     "propagate_statistics",
     "saturated_fixed_point",
     "saturated_growth_rate",
