@@ -27,13 +27,8 @@ from transformer_stability.apjn.measure import (
     model_blocks,
     token_statistics,
 )
-from transformer_stability.apjn.models import (
-    SaturatingNorm,
-    build_vit,
-    mean_field_from_model,
-    resolve_init_std,
-)
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
+from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 
 TINY = ViTSpec(width=16, heads=2, depth=3, img_size=8, patch_size=4, attn_mult=10, mlp_mult=8)
 

@@ -15,7 +15,7 @@ from transformer_stability.apjn.batched import (
     warmup_constant,
 )
 from transformer_stability.apjn.items import Schedule
-from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
+from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.train import cifar100_dataset, texture_dataset, train_group
 
@@ -50,18 +50,6 @@ def test_weight_decay_falls_on_weight_matrices_only():
     }
     assert decayed_parameters(model) == matrices
     assert "blocks.0.norm1.alpha" in dict(model.named_parameters())
-
-
-def test_vit_b_init_std_gives_vit_b_mean_field_constants():
-    assert resolve_init_std("vit_b", 768) == pytest.approx(0.02)
-    assert resolve_init_std("vit_b", 192) == pytest.approx(0.04)
-    assert resolve_init_std(0.05, 192) == 0.05
-    with pytest.raises(ValueError, match="init_std"):
-        resolve_init_std(-1.0, 192)
-    spec = SMALL.with_(width=128, heads=2, depth=4, init_std=resolve_init_std("vit_b", 128))
-    mf = mean_field_from_model(build_vit(spec, seed=0))
-    vit_b_a = (768 * 0.02**2) ** 2  # sigma_v^2 sigma_o^2 of ViT-B = 0.0944
-    assert mf.a == pytest.approx(vit_b_a, rel=0.1) and mf.m == pytest.approx(4 * vit_b_a, rel=0.1)
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -11,21 +11,8 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from transformer_stability.apjn.kernels import NormName
-from transformer_stability.apjn.spec import TIMM_INIT_STD, ViTSpec
+from transformer_stability.apjn.spec import TIMM_INIT_STD, ViTSpec, resolve_init_std
 from transformer_stability.apjn.theory import MeanField
-
-VIT_B_WIDTH = 768
-
-
-def resolve_init_std(init_std: str | float, width: int) -> float:
-    """The std of every block Linear weight. "vit_b" keeps ViT-B's fan_in * std^2 per layer
-    (std 0.02 at width 768, so a = 0.0944 and m = 0.3775 for MLP ratio 4) at any width:
-    std = 0.02 sqrt(768 / width); a positive number is used as it is."""
-    if init_std == "vit_b":
-        return TIMM_INIT_STD * (VIT_B_WIDTH / width) ** 0.5
-    if isinstance(init_std, str) or not init_std > 0:
-        raise ValueError(f"init_std is 'vit_b' or a positive number, not {init_std!r}")
-    return float(init_std)
 
 
 class SaturatingNorm(nn.Module):

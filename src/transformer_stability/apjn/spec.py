@@ -10,6 +10,19 @@ from transformer_stability.apjn.kernels import NormName
 TIMM_INIT_STD = 0.02
 """timm's trunc-normal std of every Linear weight in a ViT block."""
 
+VIT_B_WIDTH = 768
+
+
+def resolve_init_std(init_std: str | float, width: int) -> float:
+    """The std of every block Linear weight. "vit_b" keeps ViT-B's fan_in * std^2 per layer
+    (std 0.02 at width 768, so a = 0.0944 and m = 0.3775 for MLP ratio 4) at any width:
+    std = 0.02 sqrt(768 / width); a positive number is used as it is."""
+    if init_std == "vit_b":
+        return TIMM_INIT_STD * (VIT_B_WIDTH / width) ** 0.5
+    if isinstance(init_std, str) or not init_std > 0:
+        raise ValueError(f"init_std is 'vit_b' or a positive number, not {init_std!r}")
+    return float(init_std)
+
 
 @dataclass(frozen=True)
 class ViTSpec:
@@ -25,7 +38,7 @@ class ViTSpec:
     alpha: float | None = None
     attn_mult: float = 1.0
     mlp_mult: float = 1.0
-    init_std: str | float = TIMM_INIT_STD  # "vit_b" or a std; models.resolve_init_std
+    init_std: str | float = TIMM_INIT_STD  # "vit_b" or a std; resolve_init_std
     relu: bool = True
     num_classes: int = 0
     in_chans: int = 3

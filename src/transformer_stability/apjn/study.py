@@ -12,7 +12,7 @@ import pandas as pd
 
 from transformer_stability.apjn.items import Variant, base_spec
 from transformer_stability.apjn.kernels import norm_kernel
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 from transformer_stability.apjn.theory import (
     MeanField,
     ViTShape,
@@ -79,10 +79,6 @@ class ApjnStudy:
 
     @property
     def shape(self) -> ViTShape:
-        # imported here: models imports torch, which the workflow's parse of this module and
-        # the theory jobs' start should not pay for
-        from transformer_stability.apjn.models import resolve_init_std
-
         return ViTShape(
             width=self.spec.width,
             n_tokens_total=self.spec.n_tokens,

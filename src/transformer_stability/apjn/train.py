@@ -31,8 +31,8 @@ from transformer_stability.apjn.inputs import (
 )
 from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
 from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
-from transformer_stability.apjn.models import build_vit, mean_field_from_model, resolve_init_std
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.models import build_vit, mean_field_from_model
+from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
 from transformer_stability.apjn.theory import end_to_end_log_apjn
 
