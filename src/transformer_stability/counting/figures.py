@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
@@ -484,6 +485,20 @@ def plot_precision(
     return fig
 
 
+def _mark_linear_attention(ax: Axes, linear: pd.Series) -> None:
+    """Linear attention's exact zero (float64 rounding of it) as an arrow at the axis floor."""
+    floor = ax.get_ylim()[0]
+    ax.annotate(
+        f"linear attention: max error {linear['max_error']:.0e} (float64 rounding of 0)\n"
+        f"at B = {linear['B']:.3g}, the same at every L",
+        xy=(linear["B"], floor),
+        xytext=(linear["B"] * 1.3, floor * 2.5),
+        fontsize=7,
+        arrowprops={"arrowstyle": "->", "color": "0.3"},
+    )
+    ax.scatter([linear["B"]], [floor], marker="v", s=50, color="0.3", clip_on=False, zorder=5)
+
+
 def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
     """C7: the smallest B that keeps max |y - c| within a target, per placement (lower bound
     and construction), the trained learned-post-norm runs at the same L, and linear attention,
@@ -526,23 +541,15 @@ def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
         fontsize=7,
         transform=ax.get_yaxis_transform(),
     )
-    linear = residual[residual["attention"] == "linear"].iloc[0]
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="norm bound B (largest vector norm)",
         ylabel="best attainable max |y - c| on the grid",
     )
-    floor = ax.get_ylim()[0]
-    ax.annotate(
-        f"linear attention: max error {linear['max_error']:.0e} (float64 rounding of 0)\n"
-        f"at B = {linear['B']:.3g}, the same at every L",
-        xy=(linear["B"], floor),
-        xytext=(linear["B"] * 1.3, floor * 2.5),
-        fontsize=7,
-        arrowprops={"arrowstyle": "->", "color": "0.3"},
-    )
-    ax.scatter([linear["B"]], [floor], marker="v", s=50, color="0.3", clip_on=False, zorder=5)
+    linear = residual[residual["attention"] == "linear"]
+    if len(linear):
+        _mark_linear_attention(ax, linear.iloc[0])
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(
         f"C7: softmax regression is never exact: the error falls with B but reaches 0 only as "
