@@ -218,6 +218,7 @@ def test_counting_rates_edge_tables(results):
         "theory": "results/counting/bmin_theory.csv",
         "rates": "results/counting/rates.csv",
         "walls": "results/counting/walls.csv",
+        "precision": "results/counting/precision.csv",
     }
     cases = shrinkings(_read(results, paths))
     _check(cases, lambda t: empirical_bmin(t["training"]))
@@ -226,7 +227,9 @@ def test_counting_rates_edge_tables(results):
     for fit_points in (2, 3):
         _check(
             cases,
-            lambda t, k=fit_points: rates_table(t["theory"], empirical_bmin(t["training"]), k),
+            lambda t, k=fit_points: rates_table(
+                t["theory"], empirical_bmin(t["training"]), t["precision"], k
+            ),
         )
 
 
