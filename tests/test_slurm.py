@@ -129,8 +129,9 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
             assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
         assert (workdir / ".snakemake/slurm_logs" / f"rule_{rule}").is_dir()
     tiny = load_yaml(ROOT / "tests/configs/tiny.yaml")["apjn"]
-    assert len(jobs["apjn_curves"]) == 2 * len(tiny["variants"])  # (variant, input) items
-    assert len(jobs["apjn_depth_points"]) == len(tiny["variants"])
+    inits = tiny["measure"]["inits"]
+    assert len(jobs["apjn_curves"]) == 2 * len(tiny["variants"]) * inits  # (variant, input, init)
+    assert len(jobs["apjn_depth_points"]) == len(tiny["variants"]) * inits
     all_jobs = [job for rule_jobs in jobs.values() for job in rule_jobs]
     assert _overlapping(all_jobs), [(j["StartTime"], j["EndTime"]) for j in all_jobs]
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", output)
