@@ -250,6 +250,13 @@ def _bmin_panel(ax, runs: pd.DataFrame, found: pd.DataFrame, color: str, fit: st
     _length_axis(ax, sorted(found["L"].unique()))
 
 
+def _mark_exactness_threshold(ax: Axes, text: str, x: float, ha: str, ls: str) -> None:
+    """The line max |y - c| = 1/2, below which the rounded output counts exactly, labelled at
+    x (axes fraction)."""
+    ax.axhline(0.5, color="k", lw=0.8, ls=ls)
+    ax.text(x, 0.5, text, ha=ha, va="bottom", fontsize=7, transform=ax.get_yaxis_transform())
+
+
 def plot_constrained(
     training: pd.DataFrame, empirical: pd.DataFrame, theory: pd.DataFrame, rates: pd.DataFrame
 ) -> Figure:
@@ -299,15 +306,7 @@ def plot_constrained(
             color=cmap(i / max(reg["L"].nunique() - 1, 1)),
             label=f"L = {length}",
         )
-    ax_err.axhline(0.5, color="k", lw=0.8, ls="--")
-    ax_err.text(
-        0.02,
-        0.5,
-        "exact below 1/2",
-        va="bottom",
-        fontsize=7,
-        transform=ax_err.get_yaxis_transform(),
-    )
+    _mark_exactness_threshold(ax_err, "exact below 1/2", x=0.02, ha="left", ls="--")
     ax_err.set(
         yscale="log",
         xlabel="B / theory lower bound",
@@ -531,16 +530,7 @@ def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
             color=PLACEMENT_COLORS["post_learned"],
             label="trained post-norm (learned gain), every bisection run",
         )
-    ax.axhline(0.5, color="k", lw=0.8, ls=":")
-    ax.text(
-        0.99,
-        0.5,
-        "exact after rounding below 1/2",
-        ha="right",
-        va="bottom",
-        fontsize=7,
-        transform=ax.get_yaxis_transform(),
-    )
+    _mark_exactness_threshold(ax, "exact after rounding below 1/2", x=0.99, ha="right", ls=":")
     ax.set(
         xscale="log",
         yscale="log",
