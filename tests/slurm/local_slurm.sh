@@ -6,10 +6,11 @@
 #
 # Everything lives under STATE_DIR (config, spool, state, logs, pid files, munge socket), on
 # private ports, so an existing SLURM or munge on the machine is left alone. Clients find the
-# cluster through SLURM_CONF=STATE_DIR/slurm.conf. The node advertises one `gpu` GRES (backed
-# by /dev/null), so that `sbatch --gpus=1` is accepted and scheduled like on a GPU cluster; no
-# GPU is needed or used. No accounting (AccountingStorageType=none): job status comes from
-# `squeue`, and MinJobAge keeps finished jobs visible to it for 10 minutes.
+# cluster through SLURM_CONF=STATE_DIR/slurm.conf. The node advertises two `gpu` GRES (backed
+# by /dev/null and /dev/zero), so that `sbatch --gpus=1` is accepted and scheduled like on a GPU
+# cluster, two GPU jobs at a time; no GPU is needed or used. No accounting
+# (AccountingStorageType=none): job status comes from `squeue`, and MinJobAge keeps finished jobs
+# visible to it (and to the test's `scontrol show job`) for an hour.
 #
 # Exit status 77 from `start` means "cannot run here" (not root, no apt-get, install failed);
 # the reason is the last line on stderr.
@@ -91,10 +92,10 @@ GresTypes=gpu
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-MinJobAge=600
+MinJobAge=3600
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:2 State=UNKNOWN
 EOF
     local default=YES partition
     for partition in "${PARTITIONS[@]}"; do
@@ -102,9 +103,9 @@ EOF
             >>"$dir/slurm.conf"
         default=NO
     done
-    # slurmd counts a gpu GRES only with a device file; /dev/null stands in (task/none: no
-    # device cgroup is set up, so nothing is ever bound to it)
-    echo "NodeName=$host Name=gpu Count=1 File=/dev/null" >"$dir/gres.conf"
+    # slurmd counts a gpu GRES only with a device file; /dev/null and /dev/zero stand in
+    # (task/none: no device cgroup is set up, so nothing is ever bound to them)
+    printf 'NodeName=%s Name=gpu File=%s\n' "$host" /dev/null "$host" /dev/zero >"$dir/gres.conf"
 }
 
 start() {

@@ -47,6 +47,12 @@ def one_of(names):
 GPU_TOKENS = int(may_use_gpu(config["device"]))
 
 
+# The token counts GPUs per machine: a local run's jobs share one device, while on a cluster each
+# submitted job has its own and the submitting process must not queue GPU jobs one at a time.
+resource_scopes:
+    gpu="local",
+
+
 # Gathered tables of the sweeps: "<study>/<table>" -> (chunk table pattern, item ids in sweep
 # order, chunk names). workflow/rules/gather.smk turns each into one gather job.
 GATHERED = {}
