@@ -16,6 +16,7 @@ report: "workflow/report/workflow.rst"
 # profile raises them with `set-scatter` so that every item is its own cluster job.
 scattergather:
     apjn_curves=2,
+    apjn_width=2,
     apjn_end_to_end=2,
     apjn_train=2,
     numerics_gpt2=2,

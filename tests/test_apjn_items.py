@@ -12,11 +12,12 @@ from transformer_stability.apjn.items import (
     depth_items,
     sensitivity_items,
     train_items,
+    width_items,
 )
 from transformer_stability.apjn.train import TRAIN_COLUMNS, train_table
 from transformer_stability.config import validate_config
 
-SWEEPS = (curve_items, sensitivity_items, depth_items, train_items)
+SWEEPS = (curve_items, sensitivity_items, depth_items, train_items, width_items)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,9 @@ def test_item_counts_and_unique_ids(schema, preset):
     config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / preset))
     apjn = validate_config(config, schema)["apjn"]
     train = apjn["train"]
-    inits, sensitivity = apjn["measure"]["inits"], apjn["sensitivity"]
+    inits, sensitivity, scan = apjn["measure"]["inits"], apjn["sensitivity"], apjn["width_scan"]
     expected = {
+        width_items: len(scan["variants"]) * len(scan["heads"]) * scan["inits"],
         curve_items: 2 * len(apjn["variants"]) * inits,
         sensitivity_items: (2 * len(sensitivity["alphas"]) + 2 * 2 * len(sensitivity["mults"]))
         * sensitivity["inits"],
@@ -66,6 +68,25 @@ def test_each_initialization_is_its_own_item_with_its_own_seed(tiny):
     items = [i for i in curve_items(apjn, 5) if i.input == "equiangular" and i.spec.norm == "ln"]
     assert [i.settings.seed for i in items] == [5, 6, 7]
     assert len({i.spec for i in items}) == 1 and len({i.id for i in items}) == 3
+
+
+def test_the_width_scan_keeps_the_head_dimension_and_redoes_the_configured_models(tiny):
+    """Every scanned width keeps width / heads of apjn.model (and the init_std setting, hence
+    the mean-field constants); at the configured width the scan's models are the curve sweep's
+    image models (same spec, seeds and images)."""
+    apjn = tiny["apjn"]
+    model = apjn["model"]
+    head_dim = model["width"] // model["heads"]
+    items = width_items(apjn, 3)
+    assert {i.curve.spec.heads for i in items} == set(apjn["width_scan"]["heads"])
+    for item in items:
+        spec = item.curve.spec
+        assert spec.width // spec.heads == head_dim and spec.width % spec.heads == 0
+        assert spec.init_std == model["init_std"] and item.curve.input == "images"
+        assert item.compare_from == apjn["images"]["compare_from_block"]
+    at_model_width = {i.curve for i in items if i.curve.spec.width == model["width"]}
+    images = {i for i in curve_items(apjn, 3) if i.input == "images"}
+    assert at_model_width and at_model_width <= images
 
 
 def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):

@@ -50,6 +50,12 @@ def _broken(default_config, path, value):
         (["apjn", "variants"], [{"norm": "ln", "alpha": 1.0}], ["'apjn.variants[0]'", "no alpha"]),
         (["apjn", "input", "p0"], 1.0, ["'apjn.input.p0'", "below apjn.input.q0"]),
         (["apjn", "model", "heads"], 5, ["'apjn.model.heads'", "does not divide"]),
+        (["apjn", "width_scan", "heads"], [6, 6], ["'apjn.width_scan.heads'", "non-unique"]),
+        (
+            ["apjn", "width_scan", "variants"],
+            [{"norm": "dyt", "alpha": 1.0}],
+            ["'apjn.width_scan.variants[0].norm'", "'ln', 'derf'"],
+        ),
         (["apjn", "model", "img_size"], 1024, ["'apjn.model.img_size'", "width >= (img_size"]),
         (["apjn", "model", "patch_size"], 7, ["'apjn.model.patch_size'", "does not divide"]),
         (["apjn", "images", "forward_source_block"], 80, ["below apjn.model.depth"]),

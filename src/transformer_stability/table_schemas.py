@@ -137,14 +137,29 @@ def _measured_curve_rows(config: Mapping[str, Any]) -> int:
     return len(apjn["variants"]) * per_variant
 
 
+def _early_regions(images: Mapping[str, Any]) -> int:
+    """Rows of region "early" per image: one per curve (backward, forward) with blocks (source
+    excluded) before images.compare_from_block."""
+    start, b0 = images["compare_from_block"], images["forward_source_block"]
+    return int(start > 0) + int(b0 + 1 < start)
+
+
 def _agreement_rows(config: Mapping[str, Any]) -> int:
     """Three regions per curve (two per sample), plus "early" on each image curve with blocks
     (source excluded) before images.compare_from_block."""
     apjn = _apjn(config)
     samples, images = _measured_samples(apjn)
-    start, b0 = apjn["images"]["compare_from_block"], apjn["images"]["forward_source_block"]
-    early = int(start > 0) + int(b0 + 1 < start)
+    early = _early_regions(apjn["images"])
     return len(apjn["variants"]) * ((samples + images) * 2 * 3 + images * early)
+
+
+def _width_agreement_rows(config: Mapping[str, Any]) -> int:
+    """The image rows of agreement.csv for every (variant, width) of the scan."""
+    apjn = _apjn(config)
+    scan, images = apjn["width_scan"], apjn["images"]
+    curves = scan["inits"] * images["count"]
+    per_image = 2 * 3 + _early_regions(images)
+    return len(scan["variants"]) * len(scan["heads"]) * curves * per_image
 
 
 def _sweep_samples(apjn: Mapping[str, Any]) -> int:
@@ -195,6 +210,20 @@ END_TO_END = (
     _int("sample", 0),
     _positive("apjn"),
     _positive("apjn_theory"),
+)
+
+AGREEMENT = (
+    _str("norm", NORMS),
+    _float("alpha", nan=True, low=0.0, low_open=True),
+    INPUT,
+    _int("init_seed", 0),
+    _int("sample", 0),
+    _str("region", ("early", "shallow", "middle", "deep")),
+    # >= 1 by definition; NaN where a depth region holds no block (a forward curve of fewer
+    # than three blocks), inf where a measured APJN overflowed
+    _float("gmfe", low=1.0, nan=True, inf=True),
+    DIRECTION,
+    _float("gmfe_gram", low=1.0, nan=True, inf=True),  # NaN: not computed
 )
 
 APJN_TABLES = (
@@ -329,23 +358,12 @@ APJN_TABLES = (
         ),
         _trainability_rows,
     ),
+    TableSchema("apjn/agreement.csv", "apjn_agreement", AGREEMENT, _agreement_rows),
     TableSchema(
-        "apjn/agreement.csv",
-        "apjn_agreement",
-        (
-            _str("norm", NORMS),
-            _float("alpha", nan=True, low=0.0, low_open=True),
-            INPUT,
-            _int("init_seed", 0),
-            _int("sample", 0),
-            _str("region", ("early", "shallow", "middle", "deep")),
-            # >= 1 by definition; NaN where a depth region holds no block (a forward curve of
-            # fewer than three blocks), inf where a measured APJN overflowed
-            _float("gmfe", low=1.0, nan=True, inf=True),
-            DIRECTION,
-            _float("gmfe_gram", low=1.0, nan=True, inf=True),  # NaN: not computed
-        ),
-        _agreement_rows,
+        "apjn/width_agreement.csv",
+        "gather",
+        (*AGREEMENT, _int("width", 1)),
+        _width_agreement_rows,
     ),
 )
 

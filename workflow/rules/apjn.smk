@@ -6,6 +6,7 @@ from transformer_stability.apjn.items import (
     depth_items,
     sensitivity_items,
     train_items,
+    width_items,
 )
 from transformer_stability.apjn.study import ApjnStudy
 
@@ -24,6 +25,11 @@ APJN_DEPTH = sweep(
     "apjn_end_to_end",
     depth_items(config["apjn"], config["seed"]),
     {"apjn/depth_measured": "results/apjn/items/depth/{chunk}.csv"},
+)
+APJN_WIDTH = sweep(
+    "apjn_width",
+    width_items(config["apjn"], config["seed"]),
+    {"apjn/width_agreement": "results/apjn/items/width/{chunk}.csv"},
 )
 APJN_TRAIN = sweep(
     "apjn_train",
@@ -91,6 +97,28 @@ rule apjn_curves:
         device=config["device"],
     script:
         "../scripts/apjn_curves.py"
+
+
+rule apjn_width:
+    input:
+        sources=code("apjn_width.py"),
+    output:
+        "results/apjn/items/width/{chunk}.csv",
+    log:
+        "results/logs/apjn/width/{chunk}.log",
+    benchmark:
+        "results/benchmarks/apjn/width/{chunk}.tsv"
+    wildcard_constraints:
+        chunk=one_of(APJN_WIDTH),
+    conda:
+        "../../envs/pipeline.yaml"
+    resources:
+        gpu=GPU_TOKENS,
+    params:
+        chunk_items=lambda wildcards: APJN_WIDTH[wildcards.chunk],
+        device=config["device"],
+    script:
+        "../scripts/apjn_width.py"
 
 
 rule apjn_sensitivity:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from transformer_stability.apjn.agreement import agreement
 from transformer_stability.apjn.gram import (
     GRAM_NORMS,
     gram_backward_log_apjn,
@@ -30,6 +31,7 @@ from transformer_stability.apjn.items import (
     ImageSource,
     MeasureSettings,
     Variant,
+    WidthItem,
 )
 from transformer_stability.apjn.kernels import norm_kernel
 from transformer_stability.apjn.measure import (
@@ -223,6 +225,12 @@ def curve_table(item: CurveItem, device: torch.device) -> pd.DataFrame:
     ]
     log.info("%s: J^{L,0} = %.4g", item.id, m.backward[:, 0].mean())
     return pd.concat(frames, ignore_index=True)[MEASURED_COLUMNS]
+
+
+def width_table(item: WidthItem, device: torch.device) -> pd.DataFrame:
+    """GMFE by depth region of one width-scan model's image curves, both closures."""
+    curves = curve_table(item.curve, device)
+    return agreement(curves, item.compare_from).assign(width=item.curve.spec.width)
 
 
 def _end_to_end(

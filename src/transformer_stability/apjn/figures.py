@@ -344,6 +344,76 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     return fig
 
 
+WIDTH_REGION_COLORS = {EARLY: "0.6", "shallow": "#9ecae1", "middle": "#3182bd", "deep": "#08306b"}
+
+
+def _excess(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per width: GMFE - 1 of the mean over (initialization, image), and the range of the
+    per-initialization means; NaN where nothing was computed."""
+    per_init = part.groupby(["width", "init_seed"])[column].mean() - 1.0
+    out = per_init.groupby("width").agg(["min", "max"])
+    out["mean"] = part.groupby("width")[column].mean() - 1.0
+    return out.reset_index()
+
+
+def _width_slope(excess: pd.DataFrame) -> float:
+    """Slope of ln(GMFE - 1) against ln(width): -1 for a finite-width effect; NaN below two
+    widths with a positive excess."""
+    ok = excess[excess["mean"] > 0]
+    if len(ok) < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(ok["width"]), np.log(ok["mean"]), 1)[0])
+
+
+def plot_width_scan(table: pd.DataFrame) -> Figure:
+    """A9: GMFE - 1 of the image curves against model width per depth region, full-Gram closure
+    (solid, with the fitted slope in the legend) and (q, p) closure (dashed), a 1/d guide."""
+    set_style()
+    variants = _variants(table)
+    fig = Figure(figsize=(10, 3.6 * len(variants) + 0.6), layout="constrained")
+    axes = fig.subplots(len(variants), 2, sharex=True, squeeze=False)
+    widths = np.sort(table["width"].unique())
+    for row, variant in enumerate(variants):
+        for col, direction in enumerate(("backward", "forward")):
+            ax = axes[row, col]
+            part = _select(table, variant)
+            part = part[part["direction"] == direction]
+            for region in [r for r in REGIONS if r in set(part["region"])]:
+                rows, color = part[part["region"] == region], WIDTH_REGION_COLORS[region]
+                full, plain = _excess(rows, "gmfe_gram"), _excess(rows, "gmfe")
+                slope = _width_slope(full)
+                label = region if np.isnan(slope) else f"{region}: slope {slope:.2f}"
+                ax.errorbar(
+                    full["width"],
+                    full["mean"],
+                    yerr=[full["mean"] - full["min"], full["max"] - full["mean"]],
+                    color=color, marker="o", ms=4, capsize=2, label=label,
+                )  # fmt: skip
+                ax.plot(plain["width"], plain["mean"], "--", color=color, marker="x", ms=4)
+            compared = part[part["region"] != EARLY]
+            excess = compared.groupby("width")["gmfe_gram"].mean() - 1.0
+            if excess.notna().any() and excess.max() > 0:  # guide from the compared blocks' mean
+                at = excess.index.to_numpy(dtype=float)
+                guide = excess.iloc[0] * at[0] / at
+                ax.plot(at, guide, ":", color="black", lw=1, label="∝ 1/d")
+            ax.axhline(0.05, color="grey", ls="--", lw=0.8)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(widths, [str(w) for w in widths])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_title(f"{_label(variant)}, {direction}")
+            ax.set_ylabel("GMFE − 1 (measured vs theory)")
+            ax.legend(frameon=False, fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("model width d")
+    fig.suptitle(
+        "natural images: agreement against width (solid: full-Gram closure, bars: spread of "
+        "the initializations; dashed: (q, p) closure; grey dashed: GMFE = 1.05)",
+        fontsize=10,
+    )
+    return fig
+
+
 def plot_sensitivity(table: pd.DataFrame) -> Figure:
     """A5: end-to-end J^{L,0} against alpha_0 and against the init multipliers: theory seeded
     with the measured input statistics (lines) and measurement (dots, mean over samples)."""
@@ -810,5 +880,39 @@ results/apjn/trainability.csv.
             "models": _trained(config),
             "input": f"{config['apjn']['train']['data']['source']} task",
         },
+    ),
+    FigureSpec(
+        name="apjn_width_scan",
+        code="A9",
+        study="apjn",
+        tables={"table": "results/apjn/width_agreement.csv"},
+        plot=plot_width_scan,
+        caption="""\
+{% set head_dim = config["apjn"]["model"]["width"] // config["apjn"]["model"]["heads"] -%}
+A9. What limits the agreement on natural images: the measurement of A2/A3 repeated at model
+widths d = {% for h in config["apjn"]["width_scan"]["heads"] %}{{ h * head_dim }}{{ ", " if not
+loop.last }}{% endfor %} (head dimension {{ head_dim }}, block weights
+drawn with init_std = {{ config["apjn"]["model"]["init_std"] }}, so ViT-B's mean-field constants
+at every width when "vit_b"; {{ config["apjn"]["width_scan"]["inits"] }} initializations of
+{{ config["apjn"]["images"]["count"] }} images each; the configured width reproduces A3's
+models). GMFE - 1 per depth region (compared from block
+{{ config["apjn"]["images"]["compare_from_block"] }} backward and from the source block
+{{ config["apjn"]["images"]["forward_source_block"] }} forward; "early": the blocks before),
+mean over initializations and images, log-log. Solid: full-Gram closure, with the fitted slope
+of ln(GMFE - 1) against ln d in the legend and bars spanning the per-initialization means;
+dashed: (q, p) closure; dotted: a 1/d guide. A slope near -1 means the mismatch is the
+fluctuation of one finite-width model (and of the Hutchinson estimate) around the
+infinite-width theory and vanishes with width; a mismatch that stays flat would be the
+closure's own error. Data: results/apjn/width_agreement.csv.
+""",
+        labels=_labels(
+            "A9",
+            "image-input GMFE − 1 vs model width",
+            "natural images",
+            models=lambda config: ", ".join(
+                variant_label(v["norm"], v.get("alpha"))
+                for v in config["apjn"]["width_scan"]["variants"]
+            ),
+        ),
     ),
 )

@@ -78,6 +78,24 @@ class CurveItem:
 
 
 @dataclass(frozen=True)
+class WidthItem:
+    """One model of the width scan: the natural-image measurement of `curve` (at its own width),
+    reduced to the agreement of its curves with both closures over depth regions."""
+
+    curve: CurveItem
+    compare_from: int
+
+    @property
+    def id(self) -> str:
+        spec = self.curve.spec
+        return f"{_spec_id(spec)}_w{spec.width}_init{self.curve.settings.seed}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return self.curve.provenance
+
+
+@dataclass(frozen=True)
 class EndToEndItem:
     """J^{L,0} at `depths` of one model on the permutation-symmetric input: one point of the
     init-sensitivity sweep (sweep = alpha, attn_mult, mlp_mult) or one depth-scaling model."""
@@ -220,6 +238,32 @@ def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
             items.append(CurveItem(spec, "equiangular", 0, settings))
             items.append(CurveItem(spec, "images", b0, settings, source))
     return items
+
+
+def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
+    """The image measurement of every width_scan variant at every head count (width = heads x
+    the configured head dimension; with init_std vit_b, ViT-B's mean-field constants at every
+    width), for width_scan.inits initializations: the same seeds as the curve sweep, so the
+    configured head count reproduces its models."""
+    scan, images = apjn["width_scan"], apjn["images"]
+    source = ImageSource(images["source"], images["cifar_root"], images["count"])
+    spec = base_spec(apjn)
+    head_dim = spec.width // spec.heads
+    return [
+        WidthItem(
+            CurveItem(
+                spec.with_(norm=v["norm"], alpha=v.get("alpha"), width=h * head_dim, heads=h),
+                "images",
+                images["forward_source_block"],
+                measure_settings(apjn, init),
+                source,
+            ),
+            images["compare_from_block"],
+        )
+        for v in scan["variants"]
+        for h in scan["heads"]
+        for init in init_seeds(seed, scan["inits"])
+    ]
 
 
 def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
