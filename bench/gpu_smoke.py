@@ -1,8 +1,9 @@
 """One paper-scale item of each GPU rule, timed, with its peak GPU memory: A, one ViT-B depth-64
-APJN measurement (apjn_curves); N, one GPT-2 small (model, α, storage) group at T = 1024
-(numerics_gpt2); C, one float64 training length (counting_training). Run through
-bench/gpu_smoke.sh on a GPU node; `--device cpu --configfile tests/configs/tiny.yaml` runs the
-same code path on a laptop in seconds (the tests do).
+APJN measurement (apjn_curves) and the widest model of the width scan (apjn_width); N, one
+GPT-2 small (model, α, storage) group at T = 1024 (numerics_gpt2); C, one float64 training
+length (counting_training). Run through bench/gpu_smoke.sh on a GPU node; `--device cpu
+--configfile tests/configs/tiny.yaml` runs the same code path on a laptop in seconds (the tests
+do).
 
 The items are taken from the configured sweeps exactly as the workflow enumerates them, and run
 through the functions the chunk jobs call.
@@ -22,8 +23,8 @@ from typing import Any
 import torch
 import yaml
 
-from transformer_stability.apjn.experiment import curve_table
-from transformer_stability.apjn.items import curve_items
+from transformer_stability.apjn.experiment import curve_table, width_table
+from transformer_stability.apjn.items import curve_items, width_items
 from transformer_stability.config import validate_config
 from transformer_stability.counting.experiment import training_table
 from transformer_stability.counting.items import train_items
@@ -61,8 +62,10 @@ def smoke_items(config: dict[str, Any], length: int) -> list[tuple[str, Any, Cal
     numerics["models"] = [m for m in numerics["models"] if m["weights"] == "random"][:1]
     counting = config["counting"]
     regression = [i for i in train_items(counting, seed) if i.readout == "regression"]
+    widest = max(width_items(config["apjn"], seed), key=lambda item: item.curve.spec.width)
     return [
         ("apjn_curves", pick(curve_items(config["apjn"], seed), "ln_equiangular"), curve_table),
+        ("apjn_width", widest, width_table),
         ("numerics_gpt2", pick(group_items(numerics, seed), "random-gpt2_a1_fp32"), group_tables),
         ("counting_training", pick(regression, f"regression_L{length}"), training_table),
     ]

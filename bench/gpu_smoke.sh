@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU readiness: one paper-scale item of each GPU rule on CUDA (Study A: one ViT-B depth-64 APJN
-# measurement; Study N: one GPT-2 small (alpha, storage) group at T = 1024; Study C: one float64
-# training length), with times and peak GPU memory appended to bench/RESULTS.md.
+# measurement and the widest width-scan model; Study N: one GPT-2 small (alpha, storage) group
+# at T = 1024; Study C: one float64 training length), with times and peak GPU memory appended
+# to bench/RESULTS.md.
 #   bench/gpu_smoke.sh                                   # on a GPU node, from the repository root
 #   bench/gpu_smoke.sh --device cpu --configfile tests/configs/tiny.yaml   # the CPU path, seconds
 # Extra arguments go to bench/gpu_smoke.py (--length L picks the Study C length, default 128).

@@ -20,6 +20,7 @@ def test_gpu_smoke_runs_one_item_of_each_gpu_rule_on_the_cpu_path():
         timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    for line in ("apjn_curves ln_equiangular_init0:", "numerics_gpt2 random-", "counting_training"):
+    apjn = ("apjn_curves ln_equiangular_init0:", "apjn_width ln_w32_init0:")
+    for line in (*apjn, "numerics_gpt2 random-", "counting_training"):
         assert line in run.stdout, run.stdout
     assert (ROOT / "bench/RESULTS.md").read_bytes() == results

@@ -900,10 +900,11 @@ models). GMFE - 1 per depth region (compared from block
 {{ config["apjn"]["images"]["forward_source_block"] }} forward; "early": the blocks before),
 mean over initializations and images, log-log. Solid: full-Gram closure, with the fitted slope
 of ln(GMFE - 1) against ln d in the legend and bars spanning the per-initialization means;
-dashed: (q, p) closure; dotted: a 1/d guide. A slope near -1 means the mismatch is the
-fluctuation of one finite-width model (and of the Hutchinson estimate) around the
-infinite-width theory and vanishes with width; a mismatch that stays flat would be the
-closure's own error. Data: results/apjn/width_agreement.csv.
+dashed: (q, p) closure; dotted: a 1/d guide; grey dashed: GMFE = 1.05. A mismatch that falls
+as a power of d (slope -1/2 for the sample-to-sample fluctuations of one finite model, -1 for
+the finite-width bias of their mean) vanishes at infinite width, where the theory holds; one
+that stays flat is the closure's own error, as in the early blocks, where the CLS token breaks
+it (A2). Data: results/apjn/width_agreement.csv.
 """,
         labels=_labels(
             "A9",
