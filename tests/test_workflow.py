@@ -3,6 +3,7 @@
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -93,6 +94,19 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     assert list(agreement.columns) == AGREEMENT_COLUMNS + PROVENANCE
     assert set(agreement["region"]) == {"early", "shallow", "middle", "deep"}
     assert (agreement["gmfe"] >= 1.0).all()
+    # the width scan keeps the head dimension; at the configured width it redoes A3's image
+    # models (same seeds, images and weights), so it repeats their agreement rows exactly
+    scan = pd.read_csv(tmp_path / "results/apjn/width_agreement.csv")
+    assert list(scan.columns) == [*AGREEMENT_COLUMNS, "width", *PROVENANCE]
+    head_dim = tiny["model"]["width"] // tiny["model"]["heads"]
+    assert set(scan["width"]) == {h * head_dim for h in tiny["width_scan"]["heads"]}
+    keys = ["norm", "alpha", "input", "init_seed", "sample", "region", "direction"]
+    again = scan[scan["width"] == tiny["model"]["width"]].merge(
+        agreement, on=keys, suffixes=("", "_a3")
+    )
+    assert len(again) == (scan["width"] == tiny["model"]["width"]).sum() > 0
+    for column in ("gmfe", "gmfe_gram"):
+        np.testing.assert_allclose(again[column], again[f"{column}_a3"], rtol=1e-12)
     for table in ("sensitivity", "depth_measured"):
         columns = pd.read_csv(tmp_path / f"results/apjn/{table}.csv").columns
         assert list(columns) == END_TO_END_COLUMNS + PROVENANCE
