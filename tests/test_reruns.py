@@ -56,9 +56,9 @@ def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figur
     with edited("apjn/measure.py"):
         jobs = planned(workdir)
     # the training runs record the estimator's J^{L,0} of each model at init
-    measured = {"apjn_curves", "apjn_sensitivity", "apjn_depth_points", "apjn_train"}
+    measured = {"apjn_curves", "apjn_width", "apjn_sensitivity", "apjn_depth_points", "apjn_train"}
     assert _rules(jobs) == measured | {"gather", "apjn_agreement", "figure"}
-    expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats"}
+    expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats", "apjn_width_scan"}
     trained = {"apjn_trainability", "apjn_trainability_theory"}
     assert _figures(jobs) == expected | trained | {"apjn_sensitivity", "apjn_depth_scaling"}
 
