@@ -732,6 +732,7 @@ CHUNKS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern), table, rule)
     for pattern, table, rule in (
         (r"apjn/items/curves/[^/]+\.csv", "apjn/measured_curves.csv", "apjn_curves"),
+        (r"apjn/items/width/[^/]+\.csv", "apjn/width_agreement.csv", "apjn_width"),
         (r"apjn/items/sensitivity/[^/]+\.csv", "apjn/sensitivity.csv", "apjn_sensitivity"),
         (r"apjn/items/depth/[^/]+\.csv", "apjn/depth_measured.csv", "apjn_depth_points"),
         (r"apjn/items/train/[^/]+\.csv", "apjn/trainability.csv", "apjn_train"),
