@@ -357,8 +357,8 @@ def _excess(part: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _width_slope(excess: pd.DataFrame) -> float:
-    """Slope of ln(GMFE - 1) against ln(width): -1 for a finite-width effect; NaN below two
-    widths with a positive excess."""
+    """Slope of ln(GMFE - 1) against ln(width): -1/2 to -1 for a finite-width effect, 0 for an
+    error of the closure; NaN below two widths with a positive excess."""
     ok = excess[excess["mean"] > 0]
     if len(ok) < 2:
         return float("nan")
