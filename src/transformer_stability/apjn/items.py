@@ -225,18 +225,23 @@ def init_seeds(seed: int, inits: int) -> range:
     return range(seed, seed + inits)
 
 
+def _image_curve(apjn: dict[str, Any], spec: ViTSpec, init: int) -> CurveItem:
+    """One model's curves on the configured natural images (forward from
+    images.forward_source_block)."""
+    images = apjn["images"]
+    source = ImageSource(images["source"], images["cifar_root"], images["count"])
+    settings = measure_settings(apjn, init)
+    return CurveItem(spec, "images", images["forward_source_block"], settings, source)
+
+
 def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
     """Every variant and initialization on the permutation-symmetric input (forward curve from
     block 0) and on natural images (forward from images.forward_source_block)."""
-    images = apjn["images"]
-    source = ImageSource(images["source"], images["cifar_root"], images["count"])
     items = []
     for spec in variant_specs(apjn, base_spec(apjn)):
         for init in init_seeds(seed, apjn["measure"]["inits"]):
-            settings = measure_settings(apjn, init)
-            b0 = images["forward_source_block"]
-            items.append(CurveItem(spec, "equiangular", 0, settings))
-            items.append(CurveItem(spec, "images", b0, settings, source))
+            items.append(CurveItem(spec, "equiangular", 0, measure_settings(apjn, init)))
+            items.append(_image_curve(apjn, spec, init))
     return items
 
 
@@ -245,20 +250,16 @@ def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
     the configured head dimension; with init_std vit_b, ViT-B's mean-field constants at every
     width), for width_scan.inits initializations: the same seeds as the curve sweep, so the
     configured head count reproduces its models."""
-    scan, images = apjn["width_scan"], apjn["images"]
-    source = ImageSource(images["source"], images["cifar_root"], images["count"])
-    spec = base_spec(apjn)
+    scan, spec = apjn["width_scan"], base_spec(apjn)
     head_dim = spec.width // spec.heads
     return [
         WidthItem(
-            CurveItem(
+            _image_curve(
+                apjn,
                 spec.with_(norm=v["norm"], alpha=v.get("alpha"), width=h * head_dim, heads=h),
-                "images",
-                images["forward_source_block"],
-                measure_settings(apjn, init),
-                source,
+                init,
             ),
-            images["compare_from_block"],
+            apjn["images"]["compare_from_block"],
         )
         for v in scan["variants"]
         for h in scan["heads"]
