@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -651,18 +653,27 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
 # --- the registry's declarations of Study A's figures (see transformer_stability/registry.py) ---
 
 
+def _variant_list(variants: list[dict]) -> str:
+    """Config variants as a report label: 'pre-LN, Derf α=1, DyT α=1'."""
+    return ", ".join(variant_label(v["norm"], v.get("alpha")) for v in variants)
+
+
 def _models(config: dict) -> str:
-    """The configured variants as a report label: 'pre-LN, Derf α=1, DyT α=1'."""
-    return ", ".join(variant_label(v["norm"], v.get("alpha")) for v in config["apjn"]["variants"])
+    return _variant_list(config["apjn"]["variants"])
 
 
-def _labels(code: str, quantity: str, input_kind: str, models=_models):
+def _labels(code: str, quantity: str, input_kind: str | Callable[[dict], str], models=_models):
+    """The report labels of a figure; `input_kind` is a label or a function of the config."""
     return lambda config: {
         "figure": code,
         "quantity": quantity,
         "models": models(config),
-        "input": input_kind,
+        "input": input_kind(config) if callable(input_kind) else input_kind,
     }
+
+
+def _task(config: dict) -> str:
+    return f"{config['apjn']['train']['data']['source']} task"
 
 
 def _trained(config: dict) -> str:
@@ -849,12 +860,12 @@ training loss (mean over the last 10 % of steps, bottom), mean over
 pre-LN is the first column. ×k: k seeds diverged (non-finite loss; grey if all did). Data:
 results/apjn/trainability.csv.
 """,
-        labels=lambda config: {
-            "figure": "A7",
-            "quantity": "loss and accuracy after training over α₀ × lr and α₀ × depth",
-            "models": _trained(config),
-            "input": f"{config['apjn']['train']['data']['source']} task",
-        },
+        labels=_labels(
+            "A7",
+            "loss and accuracy after training over α₀ × lr and α₀ × depth",
+            _task,
+            models=_trained,
+        ),
     ),
     FigureSpec(
         name="apjn_trainability_theory",
@@ -874,12 +885,12 @@ above the theory because the CLS token (std 1e-6 plus the position embedding) ha
 variance, so its LayerNorm Jacobian is huge, and the theory has no CLS channel. Data:
 results/apjn/trainability.csv.
 """,
-        labels=lambda config: {
-            "figure": "A8",
-            "quantity": "loss and accuracy after training vs the theory's end-to-end APJN",
-            "models": _trained(config),
-            "input": f"{config['apjn']['train']['data']['source']} task",
-        },
+        labels=_labels(
+            "A8",
+            "loss and accuracy after training vs the theory's end-to-end APJN",
+            _task,
+            models=_trained,
+        ),
     ),
     FigureSpec(
         name="apjn_width_scan",
@@ -910,10 +921,7 @@ it (A2). Data: results/apjn/width_agreement.csv.
             "A9",
             "image-input GMFE − 1 vs model width",
             "natural images",
-            models=lambda config: ", ".join(
-                variant_label(v["norm"], v.get("alpha"))
-                for v in config["apjn"]["width_scan"]["variants"]
-            ),
+            models=lambda config: _variant_list(config["apjn"]["width_scan"]["variants"]),
         ),
     ),
 )
