@@ -2,6 +2,8 @@
 # Thin on purpose: config + validation + rule modules; logic lives in src/transformer_stability.
 from snakemake.utils import min_version
 
+from transformer_stability.registry import SWEEPS
+
 min_version("9.0")
 
 
@@ -11,20 +13,15 @@ configfile: f"{workflow.basedir}/config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-# Chunks per sweep: every sweep item is a job once a chunk holds one item. The local default runs
-# a couple of chunks per sweep (a process start with torch costs seconds on a laptop); the SLURM
-# profile raises them with `set-scatter` so that every item is its own cluster job.
+# Chunks per sweep (registry.SWEEPS): every sweep item is a job once a chunk holds one item. The
+# local default runs a couple of chunks per sweep (a process start with torch costs seconds on a
+# laptop); the SLURM profile raises them with `set-scatter` so that every item is its own job.
 scattergather:
-    apjn_curves=2,
-    apjn_width=2,
-    apjn_end_to_end=2,
-    apjn_train=2,
-    numerics_gpt2=2,
-    counting_theory=2,
-    counting_train=2,
+    **{name: 2 for name in SWEEPS},
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/apjn.smk"
 include: "workflow/rules/numerics.smk"
 include: "workflow/rules/counting.smk"

@@ -5,7 +5,8 @@ import copy
 import pytest
 from conftest import ROOT, deep_merge, load_yaml
 
-from transformer_stability.config import ConfigError, validate_config
+from transformer_stability.config import ConfigError
+from transformer_stability.registry import validate as validate_config
 
 
 def test_schema_defaults_are_the_embedded_cpu_preset(schema, default_config):

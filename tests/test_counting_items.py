@@ -88,7 +88,7 @@ def test_the_figures_never_import_the_model_nor_the_theory():
     } & set(figures)
     for module in ("experiment", "study", "rates", "items"):
         closure = module_closure(f"transformer_stability.counting.{module}")
-        assert "transformer_stability.vocabulary" not in closure
+        assert "transformer_stability.counting.style" not in closure
         assert "transformer_stability.counting.figures" not in closure
 
 

@@ -13,7 +13,7 @@ from conftest import ROOT
 from matplotlib.image import imread
 
 from transformer_stability.report import report_command
-from transformer_stability.vocabulary import STUDY_CATEGORIES
+from transformer_stability.registry import STUDIES
 
 pytestmark = [
     pytest.mark.slow,
@@ -81,7 +81,7 @@ def test_every_figure_opens_as_a_decoded_image(report, browser):
     figures = report.parent / "figures"
     expected = {png.name: imread(png).shape[:2] for png in figures.glob("*.png")}
     seen = {}
-    for category in STUDY_CATEGORIES.values():
+    for category in (study.category for study in STUDIES.values()):
         browser.open(report.resolve().as_uri())
         browser.evaluate(f"({CLICK_LINK})({category!r})")
         for row in range(browser.evaluate("document.querySelectorAll('a[iconname=eye]').length")):

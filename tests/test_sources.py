@@ -40,10 +40,11 @@ def test_a_job_does_not_depend_on_code_it_never_runs(script, not_imported):
 
 @pytest.mark.parametrize("script", [s for s in SCRIPTS if s.name != "figure.py"], ids=str)
 def test_computing_jobs_never_depend_on_figure_styling(script):
-    """Restyling a figure (figures modules, vocabulary, plotting) must not rerun a measurement."""
+    """Restyling a figure (figures and style modules, plotting) must not rerun a measurement;
+    nor may a study's pipeline declaration or the registry, which import the figures."""
     closure = _modules(script_sources(script))
-    styling = {m for m in closure if m.endswith("figures.py")}
-    styling |= closure & {"vocabulary.py", "plotting.py", "registry.py"}
+    styling = {m for m in closure if m.endswith(("figures.py", "style.py", "pipeline.py"))}
+    styling |= closure & {"plotting.py", "registry.py", "study.py"}
     assert not styling
 
 

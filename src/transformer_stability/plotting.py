@@ -1,4 +1,4 @@
-"""Shared figure machinery: Agg backend, one seaborn theme, colours that identify variants, and
+"""Shared figure machinery: Agg backend, one seaborn theme, and
 the declaration every figure of the registry (`registry.py`) is made of."""
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.colors import Colormap  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from transformer_stability.vocabulary import NORM_CMAPS, PRE_LN_COLOR  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -46,18 +42,3 @@ class FigureSpec:
 def set_style() -> None:
     sns.set_theme(context="paper", style="ticks", font_scale=1.1)
     plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
-
-
-def variant_colors(norm_alphas: list[tuple[str, float | None]]) -> dict[tuple, object]:
-    """Pre-LN in black; each saturating norm on its own colour map, ordered by alpha."""
-    colors: dict[tuple, object] = {}
-    for norm in {n for n, _ in norm_alphas}:
-        alphas = sorted({a for n, a in norm_alphas if n == norm and a is not None})
-        if norm == "ln":
-            colors[("ln", None)] = PRE_LN_COLOR
-            continue
-        name, lo, hi = NORM_CMAPS[norm]
-        cmap: Colormap = plt.get_cmap(name)
-        for alpha, pos in zip(alphas, np.linspace(lo, hi, max(len(alphas), 1)), strict=True):
-            colors[(norm, alpha)] = cmap(pos if len(alphas) > 1 else hi)
-    return colors

@@ -1,18 +1,45 @@
-"""Every paper figure of the pipeline, by name. Each is declared once, beside its plot function,
-in its study's figures module; `rule all`, the plot rule, the report, the tests and the README
-table follow this registry."""
+"""The one place that assembles the studies: each study declares what the pipeline needs of it
+in its `pipeline.py` (a `Study`), and the workflow, the report, the tests and the README follow
+this registry. The shared modules (config, io, sweeps, jobs, report, plotting) know no study."""
 
 from __future__ import annotations
 
-from transformer_stability.apjn.figures import FIGURES as _APJN
-from transformer_stability.counting.figures import FIGURES as _COUNTING
-from transformer_stability.numerics.figures import FIGURES as _NUMERICS
-from transformer_stability.plotting import FigureSpec
+from pathlib import Path
+from typing import Any
 
-FIGURES: dict[str, FigureSpec] = {f.name: f for f in (*_APJN, *_NUMERICS, *_COUNTING)}
-STUDIES = ("apjn", "numerics", "counting")
+from transformer_stability.apjn.pipeline import STUDY as _APJN
+from transformer_stability.config import validate_config
+from transformer_stability.counting.pipeline import STUDY as _COUNTING
+from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
+from transformer_stability.plotting import FigureSpec
+from transformer_stability.study import Study
+from transformer_stability.sweeps import Sweep
+
+STUDIES: dict[str, Study] = {study.name: study for study in (_APJN, _NUMERICS, _COUNTING)}
+FIGURES: dict[str, FigureSpec] = {f.name: f for s in STUDIES.values() for f in s.figures}
+SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweeps}
 
 
 def study_figures(study: str) -> list[FigureSpec]:
     """The figures of one study, in declaration order."""
-    return [figure for figure in FIGURES.values() if figure.study == study]
+    return list(STUDIES[study].figures)
+
+
+def sweep_study(sweep: Sweep) -> Study:
+    """The study that declares `sweep`."""
+    return next(s for s in STUDIES.values() if sweep in s.sweeps)
+
+
+def validate(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
+    """Fill the schema's defaults into `config` and check it, every study's constraints
+    between keys included (config.ConfigError lists every problem)."""
+    checks = [lambda c, s=s: s.config_errors(c[s.name]) for s in STUDIES.values()]
+    return validate_config(config, schema_path, checks)
+
+
+def missing_inputs(config: dict[str, Any]) -> list[str]:
+    """Every missing outside input (local data, pretrained weights) of the studies the config
+    runs, as messages naming the config key."""
+    return [
+        error for name in config["studies"] for error in STUDIES[name].input_errors(config[name])
+    ]

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -44,6 +45,31 @@ class Item(Protocol):
 
 
 T = TypeVar("T", bound=Item)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One sweep, declared once in its study: workflow/rules/sweeps.smk makes its chunk rule
+    (named `rule`, which is also its `scattergather` name) and one gather job per table.
+
+    `items` builds the items from the study's config section and the run's seed; `tables` maps
+    each output of a chunk job (the keys of what `script`'s table function returns, for a chunk
+    writing several tables) to the gathered table below results/ (`"apjn/measured_curves"`);
+    `gpu` says whether its jobs may use the GPU (else they run on the CPU); `inputs` lists the
+    outside files its jobs read, from the study's config section.
+    """
+
+    rule: str
+    script: str
+    items: Callable[[Mapping[str, Any], int], Sequence[Item]]
+    tables: Mapping[str, str]
+    gpu: bool = True
+    inputs: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda section: [])
+
+    def chunk_table(self, output: str) -> str:
+        """The path pattern of one chunk's table for `output` (wildcard `chunk`)."""
+        study, name = self.tables[output].split("/")
+        return f"results/{study}/items/{name}/{{chunk}}.csv"
 
 
 def chunk_items(items: Sequence[T], count: int) -> dict[str, tuple[T, ...]]:

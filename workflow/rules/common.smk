@@ -4,22 +4,28 @@ import re
 from jinja2 import Template
 from snakemake.exceptions import WorkflowError
 
-from transformer_stability.config import ConfigError, may_use_gpu, validate_config
-from transformer_stability.preflight import input_errors
-from transformer_stability.registry import FIGURES, study_figures
+from transformer_stability.config import ConfigError, may_use_gpu
+from transformer_stability.registry import (
+    FIGURES,
+    STUDIES,
+    SWEEPS,
+    missing_inputs,
+    study_figures,
+    sweep_study,
+    validate,
+)
 from transformer_stability.report import record_config
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
-from transformer_stability.vocabulary import STUDY_CATEGORIES
 
 try:
-    validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+    validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 # outside inputs (CIFAR-100, pretrained weights) are there before any job is planned; only the
 # main process checks: a cluster job re-reads this file on a compute node, which may have no
 # network, and its run has passed this check already
-MISSING_INPUTS = input_errors(config) if workflow.is_main_process else []
+MISSING_INPUTS = missing_inputs(config) if workflow.is_main_process else []
 if MISSING_INPUTS:
     raise WorkflowError("missing inputs:\n  " + "\n  ".join(MISSING_INPUTS))
 
@@ -54,17 +60,8 @@ resource_scopes:
 
 
 # Gathered tables of the sweeps: "<study>/<table>" -> (chunk table pattern, item ids in sweep
-# order, chunk names). workflow/rules/gather.smk turns each into one gather job.
+# order, chunk names), filled by workflow/rules/sweeps.smk; gather.smk makes one job of each.
 GATHERED = {}
-
-
-def sweep(name, items, tables):
-    """Chunk a sweep (see `chunks`) and register the tables its chunks write, {gathered table:
-    chunk table pattern}; returns the items by chunk name."""
-    chunked = chunks(name, items)
-    for table, pattern in tables.items():
-        GATHERED[table] = (pattern, [item.id for item in items], list(chunked))
-    return chunked
 
 
 # What the plot job of a figure reads (figures.smk), and its report category, labels, caption.
@@ -74,7 +71,7 @@ def figure_inputs(wildcards):
 
 
 def figure_category(wildcards):
-    return STUDY_CATEGORIES[FIGURES[wildcards.figure].study]
+    return STUDIES[FIGURES[wildcards.figure].study].category
 
 
 # The report's format toggle opens on the value that sorts first: the PNG, which every browser

@@ -3,49 +3,7 @@
 # (transformer_stability/counting/items.py), computed in chunk jobs and gathered into
 # bmin_theory.csv + walls.csv and training.csv; small rules derive the rates, the reference laws
 # and the exponent table, so the plot rules only draw tables.
-from transformer_stability.counting.items import (
-    geometry_item,
-    residual_item,
-    theory_items,
-    train_items,
-)
-
-COUNTING_THEORY = sweep(
-    "counting_theory",
-    theory_items(config["counting"], config["seed"]),
-    {
-        "counting/bmin_theory": "results/counting/items/theory/{chunk}.csv",
-        "counting/walls": "results/counting/items/walls/{chunk}.csv",
-        "counting/precision": "results/counting/items/precision/{chunk}.csv",
-    },
-)
-COUNTING_TRAIN = sweep(
-    "counting_train",
-    train_items(config["counting"], config["seed"]),
-    {"counting/training": "results/counting/items/training/{chunk}.csv"},
-)
-
-
-rule counting_theory:
-    input:
-        sources=code("counting_theory.py"),
-    output:
-        theory="results/counting/items/theory/{chunk}.csv",
-        walls="results/counting/items/walls/{chunk}.csv",
-        precision="results/counting/items/precision/{chunk}.csv",
-    log:
-        "results/logs/counting/theory/{chunk}.log",
-    benchmark:
-        "results/benchmarks/counting/theory/{chunk}.tsv"
-    wildcard_constraints:
-        chunk=one_of(COUNTING_THEORY),
-    conda:
-        "../../envs/pipeline.yaml"
-    params:
-        chunk_items=lambda wildcards: COUNTING_THEORY[wildcards.chunk],
-        device="cpu",  # LPs and float64 grid checks: the theory never uses the GPU
-    script:
-        "../scripts/counting_theory.py"
+from transformer_stability.counting.items import geometry_item, residual_item
 
 
 rule counting_geometry:
@@ -80,28 +38,6 @@ rule counting_residual:
         item=residual_item(config["counting"], config["seed"]),
     script:
         "../scripts/counting_residual.py"
-
-
-rule counting_training:
-    input:
-        sources=code("counting_train.py"),
-    output:
-        "results/counting/items/training/{chunk}.csv",
-    log:
-        "results/logs/counting/training/{chunk}.log",
-    benchmark:
-        "results/benchmarks/counting/training/{chunk}.tsv"
-    wildcard_constraints:
-        chunk=one_of(COUNTING_TRAIN),
-    conda:
-        "../../envs/pipeline.yaml"
-    resources:
-        gpu=GPU_TOKENS,
-    params:
-        chunk_items=lambda wildcards: COUNTING_TRAIN[wildcards.chunk],
-        device=config["device"],
-    script:
-        "../scripts/counting_train.py"
 
 
 rule counting_references:

@@ -13,14 +13,17 @@ from matplotlib.ticker import NullLocator
 
 from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.items import Variant
-from transformer_stability.plotting import FigureSpec, set_style, variant_colors
-from transformer_stability.vocabulary import (
+from transformer_stability.apjn.style import (
     NORM_COLORS,
     NORM_LABELS,
     NORM_LINESTYLES,
+    NORM_MARKERS,
     NORM_ORDER,
+    variant_colors,
     variant_label,
 )
+from transformer_stability.apjn.width_fit import COMPARED
+from transformer_stability.plotting import FigureSpec, set_style
 
 
 def _label(variant: Variant) -> str:
@@ -178,7 +181,7 @@ def plot_depth_scaling(
         axes["sqrt"].plot(root, law["predicted_log_apjn"], "--", color=color, lw=1.0)
         axes["sqrt_local"].plot(np.sqrt(x), part["local_slope"], color=color)
         axes["sqrt_local"].axhline(fit["predicted"], color=color, ls="--", lw=1.0)
-    _measured_panel(axes["meas"], measured, colors)
+    _measured_panel(axes["meas"], measured[measured["sweep"] == "depth"], colors)
     axes["pow"].set_xscale("log")
     axes["pow"].set_yscale("log")
     axes["pow"].set_xlabel("depth L")
@@ -349,55 +352,49 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
 WIDTH_REGION_COLORS = {EARLY: "0.6", "shallow": "#9ecae1", "middle": "#3182bd", "deep": "#08306b"}
 
 
-def _excess(part: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per width: GMFE - 1 of the mean over (initialization, image), and the range of the
-    per-initialization means; NaN where nothing was computed."""
-    per_init = part.groupby(["width", "init_seed"])[column].mean() - 1.0
-    out = per_init.groupby("width").agg(["min", "max"])
-    out["mean"] = part.groupby("width")[column].mean() - 1.0
-    return out.reset_index()
+def _closure(excess: pd.DataFrame, region: str, closure: str) -> pd.DataFrame:
+    rows = excess[(excess["region"] == region) & (excess["closure"] == closure)]
+    return rows.sort_values("width")
 
 
-def _width_slope(excess: pd.DataFrame) -> float:
-    """Slope of ln(GMFE - 1) against ln(width): -1/2 to -1 for a finite-width effect, 0 for an
-    error of the closure; NaN below two widths with a positive excess."""
-    ok = excess[excess["mean"] > 0]
-    if len(ok) < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(ok["width"]), np.log(ok["mean"]), 1)[0])
+def _slope_label(slopes: pd.DataFrame, region: str) -> str:
+    """'deep: slope -0.71' from the fitted full-Gram slope; the region alone without a fit."""
+    fit = slopes[(slopes["region"] == region) & (slopes["closure"] == "gram")]["slope"]
+    return region if fit.empty or fit.isna().all() else f"{region}: slope {fit.iloc[0]:.2f}"
 
 
-def plot_width_scan(table: pd.DataFrame) -> Figure:
+def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
     """A9: GMFE - 1 of the image curves against model width per depth region, full-Gram closure
-    (solid, with the fitted slope in the legend) and (q, p) closure (dashed), a 1/d guide."""
+    (solid, with the fitted slope of width_slopes.csv in the legend) and (q, p) closure
+    (dashed), a 1/d guide through the compared blocks' first width."""
     set_style()
-    variants = _variants(table)
+    variants = _variants(excess)
     fig = Figure(figsize=(10, 3.6 * len(variants) + 0.6), layout="constrained")
     axes = fig.subplots(len(variants), 2, sharex=True, squeeze=False)
-    widths = np.sort(table["width"].unique())
+    widths = np.sort(excess["width"].unique())
     for row, variant in enumerate(variants):
         for col, direction in enumerate(("backward", "forward")):
             ax = axes[row, col]
-            part = _select(table, variant)
+            part = _select(excess, variant)
             part = part[part["direction"] == direction]
+            fits = _select(slopes, variant)
+            fits = fits[fits["direction"] == direction]
             for region in [r for r in REGIONS if r in set(part["region"])]:
-                rows, color = part[part["region"] == region], WIDTH_REGION_COLORS[region]
-                full, plain = _excess(rows, "gmfe_gram"), _excess(rows, "gmfe")
-                slope = _width_slope(full)
-                label = region if np.isnan(slope) else f"{region}: slope {slope:.2f}"
+                full, color = _closure(part, region, "gram"), WIDTH_REGION_COLORS[region]
+                plain = _closure(part, region, "qp")
                 ax.errorbar(
                     full["width"],
-                    full["mean"],
-                    yerr=[full["mean"] - full["min"], full["max"] - full["mean"]],
-                    color=color, marker="o", ms=4, capsize=2, label=label,
+                    full["excess_mean"],
+                    yerr=[full["excess_mean"] - full["excess_min"],
+                          full["excess_max"] - full["excess_mean"]],
+                    color=color, marker="o", ms=4, capsize=2, label=_slope_label(fits, region),
                 )  # fmt: skip
-                ax.plot(plain["width"], plain["mean"], "--", color=color, marker="x", ms=4)
-            compared = part[part["region"] != EARLY]
-            excess = compared.groupby("width")["gmfe_gram"].mean() - 1.0
-            if excess.notna().any() and excess.max() > 0:  # guide from the compared blocks' mean
-                at = excess.index.to_numpy(dtype=float)
-                guide = excess.iloc[0] * at[0] / at
-                ax.plot(at, guide, ":", color="black", lw=1, label="∝ 1/d")
+                ax.plot(plain["width"], plain["excess_mean"], "--", color=color, marker="x", ms=4)
+            compared = _closure(part, COMPARED, "gram")
+            anchor = compared["excess_mean"]
+            if anchor.notna().any() and anchor.max() > 0:
+                at = compared["width"].to_numpy(dtype=float)
+                ax.plot(at, anchor.iloc[0] * at[0] / at, ":", color="black", lw=1, label="∝ 1/d")
             ax.axhline(0.05, color="grey", ls="--", lw=0.8)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
@@ -607,7 +604,6 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     axes = fig.subplots(1, 3)
     lrs = sorted(table["lr"].unique())
     colors = dict(zip(lrs, sns.color_palette("viridis", len(lrs)), strict=True))
-    markers = {"ln": "o", "derf": "s", "dyt": "^"}
     theory = table["theory_log_apjn"] / np.log(10)
     first = table["attn_mult"] == table["attn_mult"].min()
     for ax, metric, label in ((axes[0], "final_loss", "final training loss"),
@@ -618,7 +614,7 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
             color = colors[lr]
             ran = part[~part["diverged"]]
             face = color if filled else "none"
-            ax.scatter(theory[ran.index], ran[metric], marker=markers[norm], s=26,
+            ax.scatter(theory[ran.index], ran[metric], marker=NORM_MARKERS[norm], s=26,
                        facecolors=face, edgecolors=color, linewidths=1)  # fmt: skip
             lost = part[part["diverged"]]
             ax.scatter(theory[lost.index], np.full(len(lost), top), marker="x", color=color)
@@ -628,7 +624,7 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     models = table.drop_duplicates(["norm", "alpha", "attn_mult", "depth", "train_seed"])
     measured = models["measured_log_apjn"] / np.log(10)
     for norm, part in models.groupby("norm"):
-        axes[2].scatter(theory[part.index], measured[part.index], marker=markers[norm],
+        axes[2].scatter(theory[part.index], measured[part.index], marker=NORM_MARKERS[norm],
                         color=NORM_COLORS[norm], s=22, label=NORM_LABELS[norm])  # fmt: skip
     span = [min(theory.min(), measured.min()), max(theory.max(), measured.max())]
     axes[2].plot(span, span, color="0.5", lw=0.8, ls="--", label="measured = theory")
@@ -637,7 +633,7 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     _log10_axis(axes[2].xaxis)
     _log10_axis(axes[2].yaxis)
     axes[2].legend(frameon=False, fontsize=8)
-    handles = [Line2D([], [], ls="", marker=markers[n], color="0.3", label=NORM_LABELS[n])
+    handles = [Line2D([], [], ls="", marker=NORM_MARKERS[n], color="0.3", label=NORM_LABELS[n])
                for n in NORM_ORDER if n in set(table["norm"])]  # fmt: skip
     handles += [Line2D([], [], ls="", marker="o", color=colors[lr], label=f"lr {lr:g}")
                 for lr in lrs]  # fmt: skip
@@ -772,7 +768,7 @@ repeats the image comparison with the full-Gram closure (pre-LN and Derf). The d
             "depth": "results/apjn/theory_depth.csv",
             "asymptotics": "results/apjn/asymptotics.csv",
             "laws": "results/apjn/depth_laws.csv",
-            "measured": "results/apjn/depth_measured.csv",
+            "measured": "results/apjn/end_to_end.csv",
             "tokens": "results/apjn/preln_tokens.csv",
         },
         plot=plot_depth_scaling,
@@ -795,7 +791,7 @@ Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]
 at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
 over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
 with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
-asymptotics.csv, preln_tokens.csv and depth_measured.csv.
+asymptotics.csv, preln_tokens.csv and end_to_end.csv (sweep "depth").
 """,
         labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
     ),
@@ -803,7 +799,7 @@ asymptotics.csv, preln_tokens.csv and depth_measured.csv.
         name="apjn_sensitivity",
         code="A5",
         study="apjn",
-        tables={"table": "results/apjn/sensitivity.csv"},
+        tables={"table": "results/apjn/end_to_end.csv"},
         plot=plot_sensitivity,
         caption="""\
 A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} model on
@@ -812,7 +808,7 @@ the init multipliers of the attention (middle) and MLP (right) weights for pre-L
 Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
 the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). The
 normalization-free models' APJN rises steeply with alpha_0 and with the init scale. Data:
-results/apjn/sensitivity.csv.
+results/apjn/end_to_end.csv (sweeps alpha, attn_mult, mlp_mult).
 """,
         labels=_labels(
             "A5",
@@ -896,7 +892,10 @@ results/apjn/trainability.csv.
         name="apjn_width_scan",
         code="A9",
         study="apjn",
-        tables={"table": "results/apjn/width_agreement.csv"},
+        tables={
+            "excess": "results/apjn/width_excess.csv",
+            "slopes": "results/apjn/width_slopes.csv",
+        },
         plot=plot_width_scan,
         caption="""\
 {% set head_dim = config["apjn"]["model"]["width"] // config["apjn"]["model"]["heads"] -%}
@@ -915,7 +914,8 @@ dashed: (q, p) closure; dotted: a 1/d guide; grey dashed: GMFE = 1.05. A mismatc
 as a power of d (slope -1/2 for the sample-to-sample fluctuations of one finite model, -1 for
 the finite-width bias of their mean) vanishes at infinite width, where the theory holds; one
 that stays flat is the closure's own error, as in the early blocks, where the CLS token breaks
-it (A2). Data: results/apjn/width_agreement.csv.
+it (A2). Data: results/apjn/width_excess.csv and width_slopes.csv (rule apjn_width_fit, from
+width_agreement.csv).
 """,
         labels=_labels(
             "A9",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer_stability.apjn.kernels import NormName
+from transformer_stability.apjn.names import NormName
 from transformer_stability.apjn.theory import MeanField
 
 GRAM_NORMS: tuple[NormName, ...] = ("ln", "derf")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from transformer_stability.apjn.kernels import NormName
+from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.sweeps import Sweep
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -275,7 +276,7 @@ def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     depths = (spec.depth,)
     models = [
         ("alpha", spec.with_(norm=norm, alpha=alpha))
-        for norm in ("derf", "dyt")
+        for norm in SATURATING
         for alpha in cfg["alphas"]
     ]
     for norm, alpha in (("ln", None), ("derf", cfg["mult_alpha"])):
@@ -358,3 +359,17 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
         for group in groups
         for run in group.runs
     ]
+
+
+def end_to_end_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
+    """Every end-to-end J^{L,0} measurement: the sensitivity points, then the depth points
+    (one table, told apart by the item's `sweep`)."""
+    return sensitivity_items(apjn, seed) + depth_items(apjn, seed)
+
+
+SWEEPS = (
+    Sweep("apjn_curves", "apjn_curves.py", curve_items, {"table": "apjn/measured_curves"}),
+    Sweep("apjn_width", "apjn_width.py", width_items, {"table": "apjn/width_agreement"}),
+    Sweep("apjn_end_to_end", "apjn_end_to_end.py", end_to_end_items, {"table": "apjn/end_to_end"}),
+    Sweep("apjn_train", "apjn_train.py", train_items, {"table": "apjn/trainability"}),
+)

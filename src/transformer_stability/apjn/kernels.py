@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
-NormName = Literal["ln", "dyt", "derf"]
-NORMS: tuple[NormName, ...] = ("ln", "dyt", "derf")
+from transformer_stability.apjn.names import NORMS, NormName
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 

@@ -10,7 +10,7 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from transformer_stability.apjn.kernels import NormName
+from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import TIMM_INIT_STD, ViTSpec, resolve_init_std
 from transformer_stability.apjn.theory import MeanField
 
@@ -21,8 +21,8 @@ class SaturatingNorm(nn.Module):
 
     def __init__(self, width: int, kind: NormName, alpha: float) -> None:
         super().__init__()
-        if kind not in ("dyt", "derf"):
-            raise ValueError(f"SaturatingNorm is dyt or derf, not {kind!r}")
+        if kind not in SATURATING:
+            raise ValueError(f"SaturatingNorm is one of {SATURATING}, not {kind!r}")
         self.kind = kind
         self.alpha = nn.Parameter(torch.tensor(float(alpha)))
         self.weight = nn.Parameter(torch.ones(width))

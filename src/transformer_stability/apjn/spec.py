@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from transformer_stability.apjn.kernels import NormName
+from transformer_stability.apjn.names import NormName
 
 TIMM_INIT_STD = 0.02
 """timm's trunc-normal std of every Linear weight in a ViT block."""

@@ -19,11 +19,11 @@ from tqdm.auto import tqdm
 
 from transformer_stability.apjn.kernels import (
     NormKernel,
-    NormName,
     norm_kernel,
     relu_kappa,
     relu_kappa_prime,
 )
+from transformer_stability.apjn.names import SATURATING, NormName
 
 
 @dataclass(frozen=True)
@@ -271,8 +271,8 @@ def saturated_growth_rate(mf: MeanField) -> float:
 
 def sqrt_depth_slope(norm: NormName, alpha: float, mf: MeanField) -> float:
     """Predicted slope of ln J vs sqrt(l) for Derf; DyT behaves like Derf at alpha*0.836."""
-    if norm not in ("derf", "dyt"):
-        raise ValueError(f"the sqrt-depth law is for derf/dyt, not {norm!r}")
+    if norm not in SATURATING:
+        raise ValueError(f"the sqrt-depth law is for {SATURATING}, not {norm!r}")
     effective = alpha * (DYT_ALPHA_FACTOR if norm == "dyt" else 1.0)
     gain = 0.5 * mf.m + mf.a / mf.n_tokens
     return (4.0 * effective / math.pi) * gain / math.sqrt(saturated_growth_rate(mf))

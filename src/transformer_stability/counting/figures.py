@@ -11,8 +11,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
+from transformer_stability.counting.style import PLACEMENT_COLORS, PLACEMENT_LABELS, READOUT_COLORS
 from transformer_stability.plotting import FigureSpec, set_style
-from transformer_stability.vocabulary import PLACEMENT_COLORS, PLACEMENT_LABELS, READOUT_COLORS
 
 PLACEMENTS = tuple(PLACEMENT_LABELS)  # panel and legend order
 

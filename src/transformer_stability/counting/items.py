@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from transformer_stability.counting.names import READOUTS
+from transformer_stability.sweeps import Sweep
 
 
 @dataclass(frozen=True)
@@ -188,3 +189,20 @@ def geometry_item(counting: dict[str, Any], seed: int) -> GeometryItem:
     """C1 at the first theory width and counting.geometry_length."""
     theory = counting["theory"]
     return GeometryItem(theory["widths"][0], counting["geometry_length"], theory["margin"], seed)
+
+
+SWEEPS = (
+    # LPs and float64 grid checks: the theory never uses the GPU
+    Sweep(
+        "counting_theory",
+        "counting_theory.py",
+        theory_items,
+        {
+            "theory": "counting/bmin_theory",
+            "walls": "counting/walls",
+            "precision": "counting/precision",
+        },
+        gpu=False,
+    ),
+    Sweep("counting_training", "counting_train.py", train_items, {"table": "counting/training"}),
+)

@@ -11,13 +11,13 @@ from matplotlib.lines import Line2D
 
 from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import numerics_model_name
-from transformer_stability.plotting import FigureSpec, set_style
-from transformer_stability.vocabulary import (
+from transformer_stability.numerics.style import (
     ALPHA_CMAP,
     NUMERICS_NORM_COLORS,
     OMEGA_LABELS,
     SOFTMAX_MODE_COLORS,
 )
+from transformer_stability.plotting import FigureSpec, set_style
 
 
 def _alpha_colors(alphas) -> dict:

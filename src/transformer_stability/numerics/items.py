@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from transformer_stability.numerics.spec import GPT2Spec
+from transformer_stability.sweeps import Sweep
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
 _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
@@ -143,3 +144,28 @@ def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
 
 def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
     return [WeightsItem(spec, seed) for spec in model_specs(numerics)]
+
+
+def _text_input(numerics: dict[str, Any]) -> list[str]:
+    """The text file the GPT-2 runs tokenize, if any (else synthetic tokens)."""
+    text = numerics["inputs"]["text"]
+    return [text] if text is not None else []
+
+
+SWEEPS = (
+    Sweep(
+        "numerics_gpt2",
+        "numerics_gpt2.py",
+        group_items,
+        {"errors": "numerics/gpt2_errors", "recursion": "numerics/gpt2_recursion"},
+        inputs=_text_input,
+    ),
+    # a few norms of the weights: on the CPU
+    Sweep(
+        "numerics_weights",
+        "numerics_weights.py",
+        weights_items,
+        {"table": "numerics/gpt2_weights"},
+        gpu=False,
+    ),
+)

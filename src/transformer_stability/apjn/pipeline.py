@@ -1,0 +1,15 @@
+"""Study A as the pipeline sees it: signal propagation at initialization (docs/apjn.md)."""
+
+from transformer_stability.apjn import checks
+from transformer_stability.apjn.figures import FIGURES
+from transformer_stability.apjn.items import SWEEPS
+from transformer_stability.study import Study
+
+STUDY = Study(
+    name="apjn",
+    category="Study A: signal propagation",
+    figures=FIGURES,
+    sweeps=SWEEPS,
+    config_errors=checks.config_errors,
+    input_errors=checks.input_errors,
+)

@@ -1,0 +1,16 @@
+"""Study C as the pipeline sees it: the parameter cost of counting with one attention layer
+(docs/counting.md)."""
+
+from transformer_stability.counting import checks
+from transformer_stability.counting.figures import FIGURES
+from transformer_stability.counting.items import SWEEPS
+from transformer_stability.study import Study
+
+STUDY = Study(
+    name="counting",
+    category="Study C: counting",
+    figures=FIGURES,
+    sweeps=SWEEPS,
+    config_errors=checks.config_errors,
+    input_errors=checks.input_errors,
+)

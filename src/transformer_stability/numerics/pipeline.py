@@ -1,0 +1,16 @@
+"""Study N as the pipeline sees it: numerical stability of mixed-precision inference
+(docs/numerics.md)."""
+
+from transformer_stability.numerics import checks
+from transformer_stability.numerics.figures import FIGURES
+from transformer_stability.numerics.items import SWEEPS
+from transformer_stability.study import Study
+
+STUDY = Study(
+    name="numerics",
+    category="Study N: numerics",
+    figures=FIGURES,
+    sweeps=SWEEPS,
+    config_errors=checks.config_errors,
+    input_errors=checks.input_errors,
+)

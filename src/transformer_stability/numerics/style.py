@@ -1,0 +1,13 @@
+"""How Study N's figures name and colour what they show. Only figure modules import this, so
+restyling never reruns a measurement."""
+
+from __future__ import annotations
+
+NUMERICS_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
+SOFTMAX_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
+ALPHA_CMAP = "viridis"  # one colour per residual scaling alpha
+OMEGA_LABELS = {
+    "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
+    "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
+    "omega_kq": "ω_KQ",
+}

@@ -1,0 +1,27 @@
+"""What the pipeline needs of a study, declared once by each study (`<study>/pipeline.py`) and
+assembled by `registry.py`: the shared layer reads studies only through this object."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformer_stability.plotting import FigureSpec
+    from transformer_stability.sweeps import Sweep
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: `name` is its config section and its folder under results/; `category` heads
+    its figures in the report; `figures` and `sweeps` are its declarations; `config_errors`
+    and `input_errors` check its config section (constraints between keys, outside inputs such
+    as local data), returning messages that name the config key."""
+
+    name: str
+    category: str
+    figures: tuple[FigureSpec, ...]
+    sweeps: tuple[Sweep, ...]
+    config_errors: Callable[[dict[str, Any]], list[str]]
+    input_errors: Callable[[dict[str, Any]], list[str]]
