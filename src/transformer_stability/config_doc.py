@@ -139,9 +139,10 @@ def _row(key: Key) -> str:
 
 
 def _table(keys: list[Key]) -> list[str]:
-    return ["| key | type | default | allowed | description |", "| --- | --- | --- | --- | --- |"] + [
-        _row(key) for key in keys
-    ]
+    return [
+        "| key | type | default | allowed | description |",
+        "| --- | --- | --- | --- | --- |",
+    ] + [_row(key) for key in keys]
 
 
 def render(schema: dict[str, Any]) -> str:
