@@ -1,24 +1,34 @@
-"""The science documentation in docs/: one page per study, linked from both READMEs; what the
-pages name (source files, tests, tables, figures, functions, relative links) exists; and no
-tracked file points outside the repository."""
+"""The documentation: one page per study, linked from both READMEs; what the pages name
+(source files, tests, tables, figures, functions, relative links) exists; the configuration
+reference is the current rendering of the schema; every `make` and `snakemake` command shown in
+a bash block runs; and no tracked file points outside the repository."""
 
+import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
+from transformer_stability import config_doc
 from transformer_stability.registry import FIGURES, STUDIES
 
 DOCS = ROOT / "docs"
 PAGES = [f"{study}.md" for study in STUDIES]
+CONFIG_README = ROOT / "config" / "README.md"
+BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
 # spelled in pieces so that this file does not match itself
 OUTSIDE = ("../" + "shared", "shared/" + "specs")
 
 
-def _docs_text() -> dict[str, str]:
-    return {path.name: path.read_text() for path in sorted(DOCS.glob("*.md"))}
+def _markdown_files() -> dict[Path, str]:
+    """Every page a reader meets: the READMEs and docs/*.md."""
+    paths = [ROOT / "README.md", CONFIG_README, *sorted(DOCS.glob("*.md"))]
+    return {path: path.read_text() for path in paths}
 
 
 def _produced_tables() -> set[str]:
@@ -69,14 +79,14 @@ def test_nothing_tracked_points_outside_the_repository():
 
 
 def test_source_files_and_tests_named_in_the_docs_exist():
-    for page, text in _docs_text().items():
+    for page, text in _markdown_files().items():
         for path in re.findall(r"(?:src/transformer_stability|tests|bench)/[\w/]+\.py", text):
             assert (ROOT / path).is_file(), (page, path)
 
 
 def test_tables_and_figures_named_in_the_docs_are_produced_by_the_workflow():
     tables = _produced_tables()
-    for page, text in _docs_text().items():
+    for page, text in _markdown_files().items():
         for path in re.findall(r"results/[\w/]+\.csv", text):
             assert path in tables, (page, path)
         for name in re.findall(r"`(\w+)\.pdf`", text):
@@ -85,14 +95,124 @@ def test_tables_and_figures_named_in_the_docs_are_produced_by_the_workflow():
 
 def test_functions_named_in_the_docs_exist():
     defined = _defined_names()
-    for page, text in _docs_text().items():
+    for page, text in _markdown_files().items():
         for name in re.findall(r"`(?:\w+\.)*(\w+)\(\)`", text):
             assert name in defined, (page, name)
 
 
-def test_relative_links_in_the_docs_resolve():
-    for page, text in _docs_text().items():
+def test_relative_links_resolve():
+    for path, text in _markdown_files().items():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
             if re.match(r"\w+:", target):
                 continue  # an absolute URL
-            assert (DOCS / target).exists(), (page, target)
+            assert (path.parent / target).exists(), (path.relative_to(ROOT).as_posix(), target)
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to -."""
+    headings = re.findall(r"^#+ (.+)$", text, re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_anchors_of_links_between_pages_exist():
+    for path, text in _markdown_files().items():
+        for target, anchor in re.findall(r"\]\(([^)#\s]+\.md)#([^)\s]+)\)", text):
+            page = path.parent / target
+            if page.exists():  # a missing page is test_relative_links_resolve's to report
+                assert anchor in _anchors(page.read_text()), (path.name, target, anchor)
+
+
+def test_readme_stays_short():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+
+
+def test_config_reference_is_the_current_rendering_of_the_schema():
+    expected = config_doc.render(config_doc.load_schema())
+    assert CONFIG_README.read_text() == expected, f"regenerate it: {config_doc.COMMAND}"
+
+
+def test_every_config_key_has_a_description_and_a_default():
+    keys = list(config_doc.walk(config_doc.load_schema()))
+    assert len(keys) > 100
+    for key in keys:
+        assert key.spec.get("description", "").strip(), key.path
+        # keys of list items (apjn.variants[].norm) are given per item: required or optional
+        assert "default" in key.spec or key.in_list, key.path
+
+
+def test_config_reference_lists_every_key_of_the_cpu_preset(default_config):
+    documented = {key.path for key in config_doc.walk(config_doc.load_schema())}
+
+    def paths(node: dict, prefix: str = "") -> set[str]:
+        out = set()
+        for name, value in node.items():
+            path = f"{prefix}.{name}" if prefix else name
+            out.add(path)
+            if isinstance(value, dict):
+                out |= paths(value, path)
+        return out
+
+    assert paths(default_config) <= documented
+    text = CONFIG_README.read_text()
+    for path in documented:  # a row each; the top-level sections are headings
+        assert f"| `{path}` |" in text or f"\n## `{path}`\n" in text, path
+
+
+def _shown_commands(program: str) -> list[list[str]]:
+    """The `program` command lines (words after the program) of every bash block, once each."""
+    found: dict[tuple[str, ...], None] = {}
+    for text in _markdown_files().values():
+        for block in BASH_BLOCK.findall(text):
+            for line in block.splitlines():
+                words = shlex.split(line, comments=True)
+                while words and re.fullmatch(r"\w+=\S*", words[0]):
+                    words = words[1:]  # VAR=value before the command
+                if words and Path(words[0]).name == program:
+                    found[tuple(words[1:])] = None
+    return [list(words) for words in found]
+
+
+def _uses_conda(arguments: list[str]) -> bool:
+    """Whether `--sdm` names conda; "--sdm conda" and "--sdm=conda" parse alike."""
+    joined = " ".join(arguments)
+    return re.search(r"--(sdm|software-deployment-method)[ =]conda\b", joined) is not None
+
+
+@pytest.mark.parametrize("arguments", _shown_commands("make"), ids=" ".join)
+def test_make_commands_in_the_docs_name_existing_targets(arguments):
+    result = subprocess.run(
+        ["make", "-n", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_make_report_in_a_directory_without_a_run_says_what_to_do(tmp_path):
+    """`make report` for real (its recipe with this interpreter, no install): where no run
+    recorded its configuration it stops and names the command to run first."""
+    make = ["make", "-f", str(ROOT / "Makefile"), "-C", str(tmp_path), "report"]
+    variables = [f"BIN={Path(sys.executable).parent}", "STAMP="]
+    result = subprocess.run([*make, *variables], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "run `make reproduce` (or snakemake) first" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arguments", _shown_commands("snakemake"), ids=" ".join)
+def test_snakemake_commands_in_the_docs_plan_or_refuse_clearly(arguments, tmp_path):
+    """Each command as a dry run in an empty directory, offline. The paper preset must stop
+    before planning, naming the CIFAR-100 key (no data there); a conda run needs `conda`."""
+    command = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+    command += ["--directory", str(tmp_path), "-n", *arguments]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+    output = result.stdout + result.stderr
+    if "config/paper.yaml" in arguments:
+        assert result.returncode != 0
+        assert "missing inputs:" in output
+        assert "config key 'apjn.train.data.cifar_root'" in output
+    elif _uses_conda(arguments) and shutil.which("conda") is None:
+        assert result.returncode != 0
+        assert "Is conda installed" in output, output[-2000:]
+    else:
+        assert result.returncode == 0, output[-2000:]
+        assert "This was a dry-run" in output or "Nothing to be done" in output
