@@ -2,6 +2,7 @@
 (one model each) -> one chunk table, rows tagged with their item."""
 
 from transformer_stability.apjn.experiment import end_to_end_table
+from transformer_stability.apjn.tables import EndToEnd
 from transformer_stability.jobs import chunk_job
 
-chunk_job(snakemake, end_to_end_table)
+chunk_job(snakemake, end_to_end_table, EndToEnd)
