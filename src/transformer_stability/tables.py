@@ -175,6 +175,16 @@ def _check_text(check: str, column: pa.Column) -> str:
     return f"values failing {check}"
 
 
+def _dtype_problem(series: pd.Series, column: pa.Column, offset: int | None) -> str:
+    """A column of the wrong dtype; for an integer column, a missing value (which makes pandas
+    read integers as floats) is the problem to report."""
+    missing = np.flatnonzero(series.isna().to_numpy())
+    if str(column.dtype).startswith("int") and len(missing):
+        where = _rows_text(missing, offset)
+        return f"column '{series.name}' has missing values (empty or NaN): {where}"
+    return f"column '{series.name}' should hold {column.dtype}, found {series.dtype}"
+
+
 def table_problems(
     table: pd.DataFrame, schema: pa.DataFrameSchema, line_offset: int | None = None
 ) -> list[str]:
@@ -192,9 +202,8 @@ def table_problems(
         return structural
     typed = cases["check"].str.startswith(("dtype(", "coerce_dtype("))
     problems = [
-        f"column '{column}' should hold {schema.columns[column].dtype}, "
-        f"found {group['failure_case'].iloc[0]}"
-        for column, group in cases[typed].groupby("column", sort=False)
+        _dtype_problem(table[column], schema.columns[column], line_offset)
+        for column in cases.loc[typed, "column"].unique()
     ]
     valued = cases[~typed & ~cases["column"].isin(cases.loc[typed, "column"])]
     for (column, check), group in valued.groupby(["column", "check"], sort=False):
@@ -205,6 +214,7 @@ def table_problems(
             problems.append(f"column '{column}' has missing values (empty or NaN): {where}")
             continue
         value = (located if len(rows) else group)["failure_case"].iloc[0]
+        value = value.item() if isinstance(value, np.generic) else value
         what = _check_text(check, schema.columns[column])
         problems.append(f"column '{column}' has {what} (e.g. {value!r}): {where}")
     return problems
