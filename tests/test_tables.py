@@ -173,18 +173,12 @@ def test_a_header_only_table_is_refused(tmp_path):
 
 
 def test_a_nan_where_none_is_allowed_is_refused_with_its_row_and_line(tmp_path):
-    path = edited(tmp_path, Agreement, lambda t: t.__setitem__("sample", [0, 1, 2, None, 4, 5]))
-    message = refusal(path, Agreement)
-    assert "column 'sample' should hold int64, found float64" in message
-    path = edited(
-        tmp_path,
-        Agreement,
-        lambda t: t.__setitem__("direction", ["forward"] * 3 + [None] + ["forward"] * 2),
-    )
-    assert (
-        "column 'direction' has missing values (empty or NaN): 1 row, first at row 3 (line 5"
-        in (refusal(path, Agreement))
-    )
+    missing = "has missing values (empty or NaN): 1 row, first at row 3 (line 5 of the file)"
+    for column, values in (("sample", [0, 1, 2]), ("direction", ["forward"] * 3)):
+        path = edited(
+            tmp_path, Agreement, lambda t, c=column, v=values: t.__setitem__(c, v + [None] + v[:2])
+        )
+        assert f"column '{column}' {missing}" in refusal(path, Agreement)
 
 
 def test_a_missing_column_is_refused(tmp_path):
