@@ -18,6 +18,7 @@ from transformer_stability.tables import (
     MAX_PROBLEMS,
     Table,
     TableError,
+    below_results,
     meta,
     read_dtypes,
     table_problems,
@@ -47,13 +48,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
-def _below_results(path: Path) -> str:
-    """The path below the last results/ folder, as a Snakemake target names it."""
-    parts = path.parts
-    for k in reversed(range(len(parts))):
-        if parts[k] == "results":
-            return "results/" + "/".join(parts[k + 1 :])
-    return str(path)
+def _target(path: Path) -> str:
+    """The file as a Snakemake target names it (relative to the working directory)."""
+    below = below_results(path)
+    return str(path) if below is None else f"results/{below}"
 
 
 def _what(model: type[Table], chunk: bool) -> str:
@@ -85,7 +83,7 @@ def error_text(
     return (
         f"table {path} is not valid ({_what(model, chunk)}):\n{listed}\n"
         f"It was truncated, edited by hand or made under another config: rebuild it and "
-        f"everything that reads it with `snakemake --forcerun {_below_results(path)}` (plus "
+        f"everything that reads it with `snakemake --forcerun {_target(path)}` (plus "
         f"your usual --configfile/--profile options); {rule} rebuilds it."
     )
 

@@ -14,7 +14,7 @@ from transformer_stability.counting.figures import FIGURES as _COUNTING
 from transformer_stability.numerics import tables as _numerics_tables
 from transformer_stability.numerics.figures import FIGURES as _NUMERICS
 from transformer_stability.plotting import FigureSpec
-from transformer_stability.tables import Table, meta
+from transformer_stability.tables import Table, below_results, meta
 
 FIGURES: dict[str, FigureSpec] = {f.name: f for f in (*_APJN, *_NUMERICS, *_COUNTING)}
 STUDIES = ("apjn", "numerics", "counting")
@@ -28,11 +28,8 @@ TABLES: dict[str, type[Table]] = {
 def table_model(path: str | Path) -> type[Table] | None:
     """The model of the table at `path`, found by its path below the last `results/` folder
     (.csv or .parquet); None for a path without one (a sweep's chunk table among them)."""
-    parts = Path(path).with_suffix(".csv").parts
-    for k in reversed(range(len(parts))):
-        if parts[k] == "results":
-            return TABLES.get("/".join(parts[k + 1 :]))
-    return None
+    below = below_results(Path(path).with_suffix(".csv"))
+    return None if below is None else TABLES.get(below)
 
 
 def study_figures(study: str) -> list[FigureSpec]:

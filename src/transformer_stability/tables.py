@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,13 +32,9 @@ class TableError(ValueError):
 
 
 class Table(pa.DataFrameModel):
-    """Base of every table model: exactly the declared columns, in order, never coerced (a
-    table is written as computed). Subclasses set `Config.metadata = {"path": ..., "rule": ...}`
-    and, where the config fixes the row count without ambiguity, override `rows`."""
-
-    class Config:
-        strict = True
-        ordered = True
+    """Base of every table model (checked through `table_schema`: exactly the declared columns,
+    in order, then the provenance). Subclasses set `Config.metadata = {"path": ..., "rule":
+    ...}` and, where the config fixes the row count without ambiguity, override `rows`."""
 
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int | None:
@@ -59,6 +56,16 @@ class Chunk(pa.DataFrameModel):
     """The column a sweep's chunk table holds before its gathered table's columns."""
 
     item: Series[str] = pa.Field(description="the sweep item of the row")
+
+
+def below_results(path: str | Path) -> str | None:
+    """The path below the last `results/` folder ("apjn/agreement.csv"), as a model states
+    it; None for a path outside results/."""
+    parts = Path(path).parts
+    for k in reversed(range(len(parts))):
+        if parts[k] == "results":
+            return "/".join(parts[k + 1 :])
+    return None
 
 
 def meta(model: type[Table]) -> dict[str, str]:
@@ -228,6 +235,7 @@ __all__ = [
     "Provenance",
     "Table",
     "TableError",
+    "below_results",
     "columns_of",
     "meta",
     "read_dtypes",
