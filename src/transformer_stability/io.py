@@ -1,25 +1,28 @@
-"""Atomic writes: an interrupted job never leaves a half-written table or figure behind; tables
-are checked against their schemas (table_schemas.py) when written and when read."""
+"""Atomic writes: an interrupted job never leaves a half-written table or figure behind. A table
+written or read with its model (a study's `tables.py`) is checked against it: a computing bug
+fails before anything is written, a truncated or hand-edited table stops the job reading it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from transformer_stability.table_schemas import (
+from transformer_stability.tables import (
+    MAX_PROBLEMS,
+    Table,
     TableError,
-    check_table,
-    csv_problems,
-    error_text,
+    below_results,
+    meta,
     read_dtypes,
-    schema_for,
+    table_problems,
+    table_schema,
 )
 
 
@@ -45,16 +48,83 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def _target(path: Path) -> str:
+    """The file as a Snakemake target names it (relative to the working directory)."""
+    below = below_results(path)
+    return str(path) if below is None else f"results/{below}"
+
+
+def _what(model: type[Table], chunk: bool) -> str:
+    where = f"{model.__name__} in {model.__module__.replace('.', '/')}.py"
+    return f"chunk table of {where}" if chunk else where
+
+
+def _rule(model: type[Table], chunk: bool) -> str:
+    return "the chunk rule of its sweep" if chunk else f"rule {meta(model)['rule']}"
+
+
+def error_text(
+    path: Path, model: type[Table], problems: Sequence[str], *, writing: bool, chunk: bool
+) -> str:
+    """The one message a TableError carries: the file, every problem (at most MAX_PROBLEMS),
+    and what to do. Deleting the file alone is not enough: Snakemake does not rebuild a missing
+    intermediate table whose consumers are up to date, while `--forcerun` rebuilds it and
+    reruns every job that reads it."""
+    shown = list(problems[:MAX_PROBLEMS])
+    if len(problems) > len(shown):
+        shown.append(f"... and {len(problems) - len(shown)} more")
+    listed = "\n".join(f"  - {p}" for p in shown)
+    rule = _rule(model, chunk)
+    if writing:
+        return (
+            f"refusing to write table {path}: {rule} computed a table that does not match its "
+            f"model ({_what(model, chunk)}); nothing was written:\n{listed}"
+        )
+    return (
+        f"table {path} is not valid ({_what(model, chunk)}):\n{listed}\n"
+        f"It was truncated, edited by hand or made under another config: rebuild it and "
+        f"everything that reads it with `snakemake --forcerun {_target(path)}` (plus "
+        f"your usual --configfile/--profile options); {rule} rebuilds it."
+    )
+
+
+def _problems(
+    table: pd.DataFrame,
+    model: type[Table],
+    config: Mapping[str, Any] | None,
+    chunk: bool,
+    line_offset: int | None = None,
+) -> list[str]:
+    """The model's problems with `table`, and its row count against the one `config` implies."""
+    expected = None if config is None or chunk else model.rows(config)
+    problems = []
+    if expected is not None and len(table) != expected:
+        short = "fewer" if len(table) < expected else "more"
+        problems.append(f"{len(table)} rows, {short} than the {expected} the config implies")
+    elif len(table) == 0 and expected is None:
+        problems.append("no rows (only a header)")
+    return problems + table_problems(table, table_schema(model, chunk), line_offset)
+
+
 def write_table(
-    table: pd.DataFrame, path: str | Path, config: Mapping[str, Any] | None = None
+    table: pd.DataFrame,
+    path: str | Path,
+    model: type[Table] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    chunk: bool = False,
 ) -> None:
-    """Write a tidy table as CSV or Parquet (by suffix), atomically, after checking it against
-    the schema of its path (with `config`, also its row count): an invalid table raises
-    TableError and nothing is written."""
+    """Write a tidy table as CSV or Parquet (by suffix), atomically, as it is (nothing coerced).
+    With `model`, check it first (with `config`, also the row count the model derives from it;
+    `chunk`: a sweep's chunk table of `model`, with its leading item column): an invalid table
+    raises TableError and nothing is written."""
     path = Path(path)
     if path.suffix not in (".csv", ".parquet"):
         raise ValueError(f"unsupported table format {path.suffix!r} (use .csv or .parquet)")
-    check_table(table, path, config, writing=True)
+    if model is not None:
+        problems = _problems(table, model, config, chunk)
+        if problems:
+            raise TableError(error_text(path, model, problems, writing=True, chunk=chunk))
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet":
             table.to_parquet(tmp, index=False)
@@ -62,32 +132,57 @@ def write_table(
             table.to_csv(tmp, index=False)
 
 
-def read_table(path: str | Path, config: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Read a tidy table and check it against the schema of its path (with `config`, also its
-    row count): a truncated, empty or hand-edited table raises TableError, which names the file
-    and the rule that rebuilds it. A path without a schema is read unchecked."""
-    path = Path(path)
-    schema = schema_for(path)
-    if path.suffix == ".parquet":
-        table = pd.read_parquet(path)
-        check_table(table, path, config)
-        return table
-    if schema is None:
-        return pd.read_csv(path)
+def csv_problems(path: Path) -> list[str]:
+    """What a CSV's bytes tell before pandas reads it: an empty file, or a last line without
+    its newline (every table is written whole, so that file was cut short)."""
+    size = path.stat().st_size
+    if size == 0:
+        return ["the file is empty (0 bytes)"]
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) != b"\n":
+            return ["the file ends mid-row (no newline after its last line): it was cut short"]
+    return []
+
+
+def _read_csv(path: Path, model: type[Table], chunk: bool) -> tuple[pd.DataFrame, list[str]]:
+    """The CSV as pandas reads it (text columns as text), with what its bytes tell."""
     problems = csv_problems(path)
     if problems[:1] == ["the file is empty (0 bytes)"]:
-        raise TableError(error_text(path, schema, problems, False))
+        raise TableError(error_text(path, model, problems, writing=False, chunk=chunk))
     try:
-        table = pd.read_csv(path, dtype=read_dtypes(schema))
+        table = pd.read_csv(path, dtype=read_dtypes(model, chunk))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
         reason = " ".join(str(error).split())
-        raise TableError(
-            error_text(path, schema, [*problems, f"pandas cannot parse it: {reason}"], False)
-        ) from None
+        problems.append(f"pandas cannot parse it: {reason}")
+        raise TableError(error_text(path, model, problems, writing=False, chunk=chunk)) from None
     if not isinstance(table.index, pd.RangeIndex):  # pandas took surplus fields as an index
         problems.append("its rows have more fields than its header")
         table = table.reset_index(drop=True)
-    check_table(table, path, config, line_offset=2, extra_problems=problems)
+    return table, problems
+
+
+def read_table(
+    path: str | Path,
+    model: type[Table] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    chunk: bool = False,
+) -> pd.DataFrame:
+    """Read a tidy table; with `model`, check it as `write_table` does: a truncated, empty or
+    hand-edited table raises TableError, which names the file, every problem and the rule
+    that rebuilds it. Without a model, the table is read unchecked."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        table, problems, offset = pd.read_parquet(path), [], None
+    elif model is None:
+        return pd.read_csv(path)
+    else:
+        (table, problems), offset = _read_csv(path, model, chunk), 2
+    if model is not None:
+        problems += _problems(table, model, config, chunk, offset)
+        if problems:
+            raise TableError(error_text(path, model, problems, writing=False, chunk=chunk))
     return table
 
 

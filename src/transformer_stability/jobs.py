@@ -12,15 +12,18 @@ import torch
 from transformer_stability.device import resolve_device
 from transformer_stability.logs import setup_logging
 from transformer_stability.sweeps import run_chunk
+from transformer_stability.tables import Table
 
 
 def chunk_job(
     snakemake: Any,
     table_of: Callable[[Any, torch.device], pd.DataFrame | Mapping[str, pd.DataFrame]],
+    model: type[Table] | Mapping[str, type[Table]],
 ) -> None:
     """Run `table_of(item, device)` for every item in `snakemake.params.chunk_items` and write the
-    chunk table to the job's output; a rule with several named outputs gets a dict of tables
-    {output name: table} from `table_of`, each written to its output."""
+    chunk table to the job's output, checked against `model`, the model of the table its sweep
+    gathers; a rule with several named outputs gets a dict of tables {output name: table} from
+    `table_of`, each written to its output, and `model` is a dict by output name too."""
     setup_logging(snakemake.log[0])
     torch.set_num_threads(snakemake.threads)
     device = resolve_device(snakemake.params.device)
@@ -29,4 +32,5 @@ def chunk_job(
         lambda item: table_of(item, device),
         dict(snakemake.output.items()) if len(snakemake.output) > 1 else snakemake.output[0],
         str(device),
+        model,
     )

@@ -1,6 +1,7 @@
 """The one place that assembles the studies: each study declares what the pipeline needs of it
 in its `pipeline.py` (a `Study`), and the workflow, the report, the tests and the README follow
-this registry. The shared modules (config, io, sweeps, jobs, report, plotting) know no study."""
+this registry (figures by name, sweeps by rule, tables by their path below results/). The shared
+modules (config, io, sweeps, jobs, report, plotting) know no study."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
 from transformer_stability.plotting import FigureSpec
 from transformer_stability.study import Study
 from transformer_stability.sweeps import Sweep
+from transformer_stability.tables import Table, below_results, meta
 
 STUDIES: dict[str, Study] = {study.name: study for study in (_APJN, _NUMERICS, _COUNTING)}
 FIGURES: dict[str, FigureSpec] = {f.name: f for s in STUDIES.values() for f in s.figures}
 SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweeps}
+TABLES: dict[str, type[Table]] = {meta(m)["path"]: m for s in STUDIES.values() for m in s.tables}
+
+
+def table_model(path: str | Path) -> type[Table] | None:
+    """The model of the table at `path`, found by its path below the last `results/` folder
+    (.csv or .parquet); None for a path without one (a sweep's chunk table among them)."""
+    below = below_results(Path(path).with_suffix(".csv"))
+    return None if below is None else TABLES.get(below)
 
 
 def study_figures(study: str) -> list[FigureSpec]:

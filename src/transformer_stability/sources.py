@@ -15,11 +15,15 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE = "transformer_stability"
-# Modules that check what a job reads and writes but never compute it: the table schemas, which
-# every job that writes a table imports (through io). They are left out of the closures, so that
-# tightening a schema does not rerun every measurement; the tables already written are checked
-# again by the jobs that read them.
-CHECKS_ONLY = frozenset({f"{PACKAGE}.table_schemas"})
+
+
+# Modules that check what a job reads and writes but never compute it: the table models (the
+# shared `tables` and each study's `tables`), which every job that writes a table imports, and
+# the registry that finds them by path (which would otherwise pull in every figure module).
+# They are left out of the closures, so that tightening a model does not rerun every
+# measurement; the tables already written are checked again by the jobs that read them.
+def _checks_only(name: str) -> bool:
+    return name == f"{PACKAGE}.registry" or name.rsplit(".", 1)[-1] == "tables"
 
 
 def _imports(path: Path, module: str) -> set[str]:
@@ -68,7 +72,7 @@ def module_closure(*modules: str) -> tuple[str, ...]:
     todo = [parent for name in modules for parent in _with_parents(name)]
     while todo:
         name = todo.pop()
-        if name in seen or name in CHECKS_ONLY:
+        if name in seen or _checks_only(name):
             continue
         path = _module_file(name)
         if path is None:  # an imported name, not a module (`from pkg.mod import func`)

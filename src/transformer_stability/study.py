@@ -10,18 +10,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from transformer_stability.plotting import FigureSpec
     from transformer_stability.sweeps import Sweep
+    from transformer_stability.tables import Table
 
 
 @dataclass(frozen=True)
 class Study:
     """One study: `name` is its config section and its folder under results/; `category` heads
-    its figures in the report; `figures` and `sweeps` are its declarations; `config_errors`
-    and `input_errors` check its config section (constraints between keys, outside inputs such
-    as local data), returning messages that name the config key."""
+        its figures in the report; `figures`, `sweeps` and `tables` (the models of the tables it
+    writes) are its declarations; `config_errors`
+        and `input_errors` check its config section (constraints between keys, outside inputs such
+        as local data), returning messages that name the config key."""
 
     name: str
     category: str
     figures: tuple[FigureSpec, ...]
     sweeps: tuple[Sweep, ...]
+    tables: tuple[type[Table], ...]
     config_errors: Callable[[dict[str, Any]], list[str]]
     input_errors: Callable[[dict[str, Any]], list[str]]

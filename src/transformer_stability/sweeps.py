@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from transformer_stability.io import write_table
 from transformer_stability.provenance import with_provenance
-from transformer_stability.table_schemas import ITEM_COLUMN
+from transformer_stability.tables import ITEM_COLUMN, Table
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +98,18 @@ def run_chunk(
     table_of: Callable[[T], pd.DataFrame | Mapping[str, pd.DataFrame]],
     path: str | Path | Mapping[str, str | Path],
     device: str,
+    model: type[Table] | Mapping[str, type[Table]],
 ) -> None:
     """Compute every item of a chunk and write their rows, tagged with the item, with the
-    provenance columns, atomically: a killed chunk leaves no table, so Snakemake reruns it.
+    provenance columns, atomically, checked as chunk tables of their gathered tables' models:
+    a killed chunk leaves no table, so Snakemake reruns it.
 
-    `table_of` returns one table, written to `path`; or, for a chunk that writes several
-    tables, a dict {name: table}, each written to `path[name]` (`path` a dict of paths).
+    `table_of` returns one table, written to `path` (`model`: its gathered table's); or, for a
+    chunk that writes several tables, a dict {name: table}, each written to `path[name]`
+    (`path` and `model` dicts by name).
     """
     paths = path if isinstance(path, Mapping) else {None: path}
+    models = model if isinstance(model, Mapping) else {None: model}
     frames: dict[str | None, list[pd.DataFrame]] = {name: [] for name in paths}
     for item in tqdm(items, desc=Path(next(iter(paths.values()))).stem, mininterval=5.0):
         log.info("item %s", item.id)
@@ -121,7 +125,7 @@ def run_chunk(
                 with_provenance(tag_item(table, item), device=device, **item.provenance)
             )
     for name, parts in frames.items():
-        write_table(pd.concat(parts, ignore_index=True), paths[name])
+        write_table(pd.concat(parts, ignore_index=True), paths[name], models[name], chunk=True)
 
 
 def gather_items(chunks: Sequence[pd.DataFrame], order: Sequence[str]) -> pd.DataFrame:

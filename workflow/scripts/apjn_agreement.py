@@ -1,12 +1,13 @@
 """Rule apjn_agreement: GMFE of measured vs theory curves per sample and depth region."""
 
 from transformer_stability.apjn.agreement import agreement
+from transformer_stability.apjn.tables import Agreement, MeasuredCurves
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import PROVENANCE_COLUMNS
 
 setup_logging(snakemake.log[0])
-curves = read_table(snakemake.input.curves, snakemake.config)
+curves = read_table(snakemake.input.curves, MeasuredCurves, snakemake.config)
 provenance = curves[PROVENANCE_COLUMNS].iloc[[0]].to_dict("records")[0]
 table = agreement(curves, snakemake.params.compare_from)
-write_table(table.assign(**provenance), snakemake.output[0], snakemake.config)
+write_table(table.assign(**provenance), snakemake.output[0], Agreement, snakemake.config)

@@ -2,6 +2,7 @@
 -> one chunk table, rows tagged with their item."""
 
 from transformer_stability.apjn.experiment import curve_table
+from transformer_stability.apjn.tables import MeasuredCurves
 from transformer_stability.jobs import chunk_job
 
-chunk_job(snakemake, curve_table)
+chunk_job(snakemake, curve_table, MeasuredCurves)

@@ -1,6 +1,7 @@
 """Rule apjn_theory_curves: mean-field backward/forward APJN curves -> tidy CSV."""
 
 from transformer_stability.apjn.study import theory_curves
+from transformer_stability.apjn.tables import TheoryCurves
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
@@ -10,5 +11,6 @@ table = theory_curves(snakemake.params.study)
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    TheoryCurves,
     snakemake.config,
 )

@@ -2,16 +2,23 @@
 the fitted and closed-form law lines and pre-LN's local exponent per token count -> tidy CSVs."""
 
 from transformer_stability.apjn.study import depth_scaling
+from transformer_stability.apjn.tables import Asymptotics, DepthLaws, PrelnTokens, TheoryDepth
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-names = ("depth", "asymptotics", "laws", "tokens")
-tables = dict(zip(names, depth_scaling(snakemake.params.study), strict=True))
+models = {
+    "depth": TheoryDepth,
+    "asymptotics": Asymptotics,
+    "laws": DepthLaws,
+    "tokens": PrelnTokens,
+}
+tables = dict(zip(models, depth_scaling(snakemake.params.study), strict=True))
 for name, table in tables.items():
     write_table(
         with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
         snakemake.output[name],
+        models[name],
         snakemake.config,
     )

@@ -2,6 +2,7 @@
 initialization) -> its GMFE by depth region, one chunk table."""
 
 from transformer_stability.apjn.experiment import width_table
+from transformer_stability.apjn.tables import WidthAgreement
 from transformer_stability.jobs import chunk_job
 
-chunk_job(snakemake, width_table)
+chunk_job(snakemake, width_table, WidthAgreement)

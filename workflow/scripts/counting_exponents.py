@@ -2,6 +2,7 @@
 and the bare pre-norm wall in place of a rate."""
 
 from transformer_stability.counting.rates import exponent_table
+from transformer_stability.counting.tables import Exponents, Rates, Walls
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
@@ -9,9 +10,11 @@ from transformer_stability.provenance import with_provenance
 setup_logging(snakemake.log[0])
 config = snakemake.config
 table = exponent_table(
-    read_table(snakemake.input.rates, config), read_table(snakemake.input.walls, config)
+    read_table(snakemake.input.rates, Rates, config),
+    read_table(snakemake.input.walls, Walls, config),
 )
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    Exponents,
 )

@@ -2,14 +2,16 @@
 at the constructions."""
 
 from transformer_stability.counting.rates import reference_slopes
+from transformer_stability.counting.tables import BminTheory, ReferenceSlopes
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
-table = reference_slopes(read_table(snakemake.input.theory, snakemake.config))
+table = reference_slopes(read_table(snakemake.input.theory, BminTheory, snakemake.config))
 write_table(
     with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    ReferenceSlopes,
     snakemake.config,
 )

@@ -2,6 +2,7 @@
 its (B, seed) runs in one batched training) -> one chunk table, rows tagged with their item."""
 
 from transformer_stability.counting.experiment import training_table
+from transformer_stability.counting.tables import Training
 from transformer_stability.jobs import chunk_job
 
-chunk_job(snakemake, training_table)
+chunk_job(snakemake, training_table, Training)

@@ -3,9 +3,10 @@ declaration (transformer_stability/registry.py) names its tables and its plot fu
 
 from transformer_stability.io import read_table, save_figure
 from transformer_stability.logs import setup_logging
-from transformer_stability.registry import FIGURES
+from transformer_stability.registry import FIGURES, table_model
 
 setup_logging(snakemake.log[0])
 figure = FIGURES[snakemake.wildcards.figure]
-tables = {name: read_table(snakemake.input[name], snakemake.config) for name in figure.tables}
+paths = {name: snakemake.input[name] for name in figure.tables}
+tables = {name: read_table(p, table_model(p), snakemake.config) for name, p in paths.items()}
 save_figure(figure.plot(**tables), snakemake.output.pdf, snakemake.output.png)

@@ -3,9 +3,11 @@ whatever the chunking was."""
 
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
+from transformer_stability.registry import table_model
 from transformer_stability.sweeps import gather_items
 
 setup_logging(snakemake.log[0])
-chunks = [read_table(path) for path in snakemake.input.chunks]
+model = table_model(snakemake.output[0])
+chunks = [read_table(path, model, chunk=True) for path in snakemake.input.chunks]
 table = gather_items(chunks, snakemake.params.order)
-write_table(table, snakemake.output[0], snakemake.config)
+write_table(table, snakemake.output[0], model)

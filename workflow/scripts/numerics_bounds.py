@@ -5,20 +5,23 @@ import torch
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.numerics import synthetic
+from transformer_stability.numerics.tables import Lipschitz, Norms, Softmax
 from transformer_stability.provenance import with_provenance
 
 EXPERIMENTS = {
-    "norms": synthetic.norms_table,
-    "softmax": synthetic.softmax_table,
-    "lipschitz": synthetic.lipschitz_table,
+    "norms": (synthetic.norms_table, Norms),
+    "softmax": (synthetic.softmax_table, Softmax),
+    "lipschitz": (synthetic.lipschitz_table, Lipschitz),
 }
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
 params = snakemake.params
-table = EXPERIMENTS[snakemake.wildcards.experiment](params.section, params.seed)
+compute, model = EXPERIMENTS[snakemake.wildcards.experiment]
+table = compute(params.section, params.seed)
 write_table(
     with_provenance(table, seed=params.seed, device="cpu", dtype="float64"),
     snakemake.output[0],
+    model,
     snakemake.config,
 )

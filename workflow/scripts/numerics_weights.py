@@ -3,5 +3,6 @@ rows tagged with their item."""
 
 from transformer_stability.jobs import chunk_job
 from transformer_stability.numerics.study import weights_rows
+from transformer_stability.numerics.tables import Gpt2Weights
 
-chunk_job(snakemake, weights_rows)
+chunk_job(snakemake, weights_rows, Gpt2Weights)

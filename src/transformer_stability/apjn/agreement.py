@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from transformer_stability.apjn.tables import Agreement
+from transformer_stability.tables import select
+
 REGIONS = ("shallow", "middle", "deep")
 
 
@@ -19,8 +22,6 @@ def region_gmfe(blocks: np.ndarray, measured: np.ndarray, theory: np.ndarray) ->
     return {r: gmfe(measured[i], theory[i]) for r, i in zip(REGIONS, parts, strict=True)}
 
 
-AGREEMENT_COLUMNS = ["norm", "alpha", "input", "init_seed", "sample", "region", "gmfe",
-                     "direction", "gmfe_gram"]  # fmt: skip
 EARLY = "early"
 """The region of image blocks before compare_from_block, reported apart from the others."""
 
@@ -62,4 +63,4 @@ def agreement(curves: pd.DataFrame, compare_from: int = 0) -> pd.DataFrame:
             {**ids, "region": region, "gmfe": value, "gmfe_gram": full[region]}
             for region, value in plain.items()
         )
-    return pd.DataFrame(rows)[AGREEMENT_COLUMNS]
+    return select(pd.DataFrame(rows), Agreement)

@@ -44,7 +44,8 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
+from transformer_stability.apjn.study import variant_ids
+from transformer_stability.apjn.tables import EndToEnd, MeasuredCurves
 from transformer_stability.apjn.theory import (
     MeanField,
     backward_log_apjn,
@@ -52,16 +53,9 @@ from transformer_stability.apjn.theory import (
     propagate_statistics,
 )
 from transformer_stability.device import resolve_dtype
+from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
-
-MEASURED_COLUMNS = [*ID_COLUMNS, "width", "depth", "input", "init_seed", "sample", "direction",
-                    "source_block",
-                    "block", "apjn", "apjn_theory", "q", "p", "q_theory", "p_theory",
-                    "q_theory_self", "p_theory_self", "apjn_theory_gram", "q_theory_gram",
-                    "p_theory_gram"]  # fmt: skip
-END_TO_END_COLUMNS = ["sweep", *ID_COLUMNS, "width", "depth", "init_seed", "sample", "apjn",
-                      "apjn_theory"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -224,7 +218,7 @@ def curve_table(item: CurveItem, device: torch.device) -> pd.DataFrame:
         for frame in _sample_curves(variant, spec, m, sample, source, item.input == "images")
     ]
     log.info("%s: J^{L,0} = %.4g", item.id, m.backward[:, 0].mean())
-    return pd.concat(frames, ignore_index=True)[MEASURED_COLUMNS]
+    return select(pd.concat(frames, ignore_index=True), MeasuredCurves)
 
 
 def width_table(item: WidthItem, device: torch.device) -> pd.DataFrame:
@@ -266,4 +260,4 @@ def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
     table = _end_to_end(m, item.spec, variant, item.sweep, list(item.depths))
     table["init_seed"] = item.settings.seed
     log.info("%s: J^{L,0} = %.4g", item.id, table["apjn"].iloc[-1])
-    return table[END_TO_END_COLUMNS]
+    return select(table, EndToEnd)

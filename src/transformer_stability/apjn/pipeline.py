@@ -1,6 +1,6 @@
 """Study A as the pipeline sees it: signal propagation at initialization (docs/apjn.md)."""
 
-from transformer_stability.apjn import checks
+from transformer_stability.apjn import checks, tables
 from transformer_stability.apjn.figures import FIGURES
 from transformer_stability.apjn.items import SWEEPS
 from transformer_stability.study import Study
@@ -10,6 +10,7 @@ STUDY = Study(
     category="Study A: signal propagation",
     figures=FIGURES,
     sweeps=SWEEPS,
+    tables=tables.TABLES,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
 )

@@ -13,6 +13,13 @@ import pandas as pd
 from transformer_stability.apjn.items import Variant, base_spec
 from transformer_stability.apjn.kernels import norm_kernel
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
+from transformer_stability.apjn.tables import (
+    Asymptotics,
+    DepthLaws,
+    PrelnTokens,
+    TheoryCurves,
+    TheoryDepth,
+)
 from transformer_stability.apjn.theory import (
     MeanField,
     ViTShape,
@@ -25,20 +32,10 @@ from transformer_stability.apjn.theory import (
     propagate_statistics,
     sqrt_depth_slope,
 )
+from transformer_stability.tables import columns_of, select
 
 log = logging.getLogger(__name__)
 
-ID_COLUMNS = ["norm", "alpha", "attn_mult", "mlp_mult"]
-"""The identifying columns every Study A table starts with (see variant_ids)."""
-CURVE_COLUMNS = [*ID_COLUMNS, "width", "depth", "direction", "source_block", "block", "apjn",
-                 "q", "p"]  # fmt: skip
-DEPTH_COLUMNS = [*ID_COLUMNS, "width", "n_tokens", "depth", "apjn", "log_apjn", "local_slope"]
-LAW_COLUMNS = [*ID_COLUMNS, "quantity", "depth", "fitted_log_apjn", "predicted_log_apjn"]
-ASYMPTOTIC_COLUMNS = [*ID_COLUMNS, "n_tokens", "quantity", "fitted", "predicted",
-                      "two_mode_fit", "fit_intercept", "fit_min_depth",
-                      "fit_max_depth"]  # fmt: skip
-TOKEN_COLUMNS = ["n_tokens", "depth", "scaled_depth", "local_slope", "two_mode_slope",
-                 "zeta_minus", "zeta_plus", "crossover_depth"]  # fmt: skip
 MODE_SHARE = 0.1
 """The pre-LN fit windows end (zeta_-) or start (zeta_+) where the other mode carries this share
 of J, and span one decade."""
@@ -131,7 +128,7 @@ def theory_curves(study: ApjnStudy) -> pd.DataFrame:
                 )
             )
         log.info("%s: J^{L,0} = %.4g", variant.id, np.exp(forward_log_apjn(traj, mf)[-1]))
-    return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
+    return select(pd.concat(frames, ignore_index=True), TheoryCurves)
 
 
 def _fit_row(
@@ -227,7 +224,7 @@ def preln_token_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, list[dict[str, 
             )
         )
         rows.extend(_preln_fits(study, mf, log_j, {**ids, "n_tokens": n}))
-    return pd.concat(frames, ignore_index=True)[TOKEN_COLUMNS], rows
+    return select(pd.concat(frames, ignore_index=True), PrelnTokens), rows
 
 
 def _law_variable(norm: str, depth: np.ndarray) -> np.ndarray:
@@ -294,21 +291,16 @@ def depth_scaling(
             fits.extend(variant_fits)
         laws.append(_laws(curve, primary, variant, study.spec))
         curves.append(curve)
-    asymptotics = pd.DataFrame(fits, columns=ASYMPTOTIC_COLUMNS)
+    asymptotics = pd.DataFrame(fits, columns=columns_of(Asymptotics))
     return (
-        pd.concat(curves, ignore_index=True)[DEPTH_COLUMNS],
+        select(pd.concat(curves, ignore_index=True), TheoryDepth),
         asymptotics,
-        pd.concat(laws, ignore_index=True)[LAW_COLUMNS],
+        select(pd.concat(laws, ignore_index=True), DepthLaws),
         tokens,
     )
 
 
 __all__ = [
-    "ASYMPTOTIC_COLUMNS",
-    "CURVE_COLUMNS",
-    "DEPTH_COLUMNS",
-    "LAW_COLUMNS",
-    "TOKEN_COLUMNS",
     "ApjnStudy",
     "Variant",
     "depth_scaling",

@@ -33,14 +33,13 @@ from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Var
 from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
-from transformer_stability.apjn.study import ID_COLUMNS, variant_ids
+from transformer_stability.apjn.study import variant_ids
+from transformer_stability.apjn.tables import Trainability
 from transformer_stability.apjn.theory import end_to_end_log_apjn
+from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
 
-TRAIN_COLUMNS = [*ID_COLUMNS, "width", "depth", "init_std", "lr", "dataset", "train_seed", "steps",
-                 "final_loss", "train_accuracy", "test_accuracy", "diverged",
-                 "theory_log_apjn", "measured_log_apjn"]  # fmt: skip
 THEORY_IMAGES = 256  # ~ this many training images (all classes) seed the theory's (q0, p0)
 MEASURED_IMAGES, PROBES = 16, 2  # of them, the Hutchinson estimate of J^{L,0} at init
 TRAIN_FRACTION = 0.75  # texture crops above this fraction of the image height are for training
@@ -209,4 +208,4 @@ def train_table(item: TrainItem, device: torch.device) -> pd.DataFrame:
             "width": spec.width, "depth": spec.depth, "init_std": init_std, "lr": run.lr,
             "dataset": item.data.source, "train_seed": run.seed, **result,
         })  # fmt: skip
-    return pd.DataFrame(rows)[TRAIN_COLUMNS]
+    return select(pd.DataFrame(rows), Trainability)

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import EARLY
+from transformer_stability.apjn.tables import WidthExcess, WidthSlopes
+from transformer_stability.tables import select
 
 CLOSURES = {"gram": "gmfe_gram", "qp": "gmfe"}
 COMPARED = "compared"
@@ -25,8 +27,7 @@ def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     per_init = rows.groupby(["width", "init_seed"])[column].mean() - 1.0
     out = per_init.groupby("width").agg(["min", "max"])
     out["mean"] = rows.groupby("width")[column].mean() - 1.0
-    out = out.rename(columns=lambda c: f"excess_{c}")
-    return out.reset_index()[["width", "excess_mean", "excess_min", "excess_max"]]
+    return out.rename(columns=lambda c: f"excess_{c}").reset_index()
 
 
 def width_excess(table: pd.DataFrame) -> pd.DataFrame:
@@ -44,8 +45,7 @@ def width_excess(table: pd.DataFrame) -> pd.DataFrame:
             for closure, column in CLOSURES.items():
                 ids = dict(norm=norm, alpha=alpha, direction=direction, region=region)
                 frames.append(_excess(rows, column).assign(**ids, closure=closure))
-    columns = [*KEYS, "width", "excess_mean", "excess_min", "excess_max"]
-    return pd.concat(frames, ignore_index=True)[columns]
+    return select(pd.concat(frames, ignore_index=True), WidthExcess)
 
 
 def excess_slope(widths: np.ndarray, excess: np.ndarray) -> tuple[float, int]:
@@ -66,4 +66,4 @@ def width_slopes(excess: pd.DataFrame) -> pd.DataFrame:
             part["width"].to_numpy(dtype=float), part["excess_mean"].to_numpy(dtype=float)
         )
         rows.append({**dict(zip(KEYS, key, strict=True)), "slope": slope, "points": points})
-    return pd.DataFrame(rows, columns=[*KEYS, "slope", "points"])
+    return select(pd.DataFrame(rows), WidthSlopes)

@@ -18,32 +18,15 @@ from transformer_stability.counting.bisection import Bracket, probes, update
 from transformer_stability.counting.constructions import construct
 from transformer_stability.counting.items import Bisection, TrainItem
 from transformer_stability.counting.model import ModelSpec
+from transformer_stability.counting.tables import Training
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import TrainConfig, train_runs
 from transformer_stability.device import resolve_dtype
+from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
 
 TRAINED_PLACEMENT = "post_learned"
-TRAINING_COLUMNS = [
-    "placement",
-    "readout",
-    "d",
-    "L",
-    "B",
-    "seed",
-    "round",
-    "bracket_low",
-    "bracket_high",
-    "steps",
-    "accuracy",
-    "balanced_accuracy",
-    "first_failing_count",
-    "max_vector_norm",
-    "max_error",
-    "logit_margin",
-    "relative_margin",
-]
 
 
 def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
@@ -142,4 +125,4 @@ def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
         metrics, _ = train_runs(spec, [np.inf] * len(runs), list(item.seeds), cfg)
         fixed = {"round": 0, "bracket_low": np.nan, "bracket_high": np.nan, "steps": cfg.steps}
         frames.append(_frame(spec, runs, metrics, **fixed))
-    return pd.concat(frames, ignore_index=True)[TRAINING_COLUMNS]
+    return select(pd.concat(frames, ignore_index=True), Training)

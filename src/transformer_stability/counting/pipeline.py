@@ -1,7 +1,7 @@
 """Study C as the pipeline sees it: the parameter cost of counting with one attention layer
 (docs/counting.md)."""
 
-from transformer_stability.counting import checks
+from transformer_stability.counting import checks, tables
 from transformer_stability.counting.figures import FIGURES
 from transformer_stability.counting.items import SWEEPS
 from transformer_stability.study import Study
@@ -11,6 +11,7 @@ STUDY = Study(
     category="Study C: counting",
     figures=FIGURES,
     sweeps=SWEEPS,
+    tables=tables.TABLES,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
 )

@@ -10,43 +10,16 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.tables import (
+    SOURCES,
+    EmpiricalBmin,
+    Exponents,
+    Rates,
+    ReferenceSlopes,
+)
 from transformer_stability.counting.theory import fit_window, fitted_exponent, predicted_exponent
+from transformer_stability.tables import columns_of, select
 
-EMPIRICAL_COLUMNS = [
-    "placement",
-    "readout",
-    "d",
-    "L",
-    "bmin",
-    "bmin_low",
-    "lower_bound",
-    "ratio",
-    "bracket_high",
-    "reached",
-    "seeds_reached",
-    "runs",
-    "rounds",
-]
-RATE_COLUMNS = [
-    "placement",
-    "readout",
-    "source",
-    "fitted_exponent",
-    "predicted_exponent",
-    "fit_from",
-    "fit_to",
-    "fit_points",
-]
-SOURCES = ("lower_bound", "construction", "training")
-EXPONENT_COLUMNS = [
-    "placement",
-    "readout",
-    "predicted",
-    *SOURCES,
-    *(f"{source}_window" for source in SOURCES),
-    "note",
-]
-REFERENCE_COLUMNS = ["placement", "readout", "d", "exponent", "L", "bmin"]
 REGRESSION_RATE_PLACEMENTS = ("none", "pre_learned", "post_bare", "post_learned")
 # C2 draws the predicted law of these placements (pre_learned shares the no-norm exponent)
 REFERENCE_PLACEMENTS = ("none", "post_bare", "post_learned")
@@ -96,7 +69,7 @@ def empirical_bmin(training: pd.DataFrame) -> pd.DataFrame:
                 "rounds": int(part["round"].max()),
             }
         )
-    return pd.DataFrame(rows, columns=EMPIRICAL_COLUMNS)
+    return pd.DataFrame(rows, columns=columns_of(EmpiricalBmin))
 
 
 def _rate_row(placement: str, readout: str, source: str, part: pd.DataFrame, points: int):
@@ -139,7 +112,7 @@ def rates_table(
         part = part.sort_values("L").rename(columns={"relative_margin": "bmin"})
         row = _rate_row(placement, "classification", "margin", part, fit_points)
         rows.append(row | {"predicted_exponent": math.nan})
-    return pd.DataFrame(rows, columns=RATE_COLUMNS)
+    return pd.DataFrame(rows, columns=columns_of(Rates))
 
 
 def reference_slopes(theory: pd.DataFrame) -> pd.DataFrame:
@@ -168,7 +141,7 @@ def reference_slopes(theory: pd.DataFrame) -> pd.DataFrame:
                     }
                 )
             )
-    return pd.concat(frames, ignore_index=True)[REFERENCE_COLUMNS]
+    return select(pd.concat(frames, ignore_index=True), ReferenceSlopes)
 
 
 def exponent_table(rates: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
@@ -190,8 +163,7 @@ def exponent_table(rates: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     predicted = rates.groupby(index)["predicted_exponent"].first()
     table = wide.reindex(columns=list(SOURCES)).assign(predicted=predicted)
     table = table.join(spans.reindex(columns=[f"{s}_window" for s in SOURCES]))
-    table = table.reset_index()[EXPONENT_COLUMNS[:-1]]
-    table["note"] = ""
+    table = select(table.reset_index().assign(note=""), Exponents)
     wall = walls.sort_values("d").iloc[0]
     note = f"wall: no B counts beyond L = {int(wall['max_length'])} (d = {int(wall['d'])})"
     row = {"placement": wall["placement"], "readout": wall["readout"], "note": note}

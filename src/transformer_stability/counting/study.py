@@ -18,28 +18,13 @@ from transformer_stability.counting.items import GeometryItem, ResidualItem, The
 from transformer_stability.counting.model import ModelSpec, grid_representation
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.counting.precision import FORMATS, grid_margins, parameter_count
+from transformer_stability.counting.tables import BminTheory, Geometry, Precision, Residual, Walls
 from transformer_stability.counting.theory import lower_bound, prenorm_wall
+from transformer_stability.tables import columns_of, select
 
 log = logging.getLogger(__name__)
 
-THEORY_COLUMNS = ["placement", "attention", "readout", "d", "L", "bound", "bmin"]
-GEOMETRY_COLUMNS = ["placement", "readout", "d", "L", "c", "x", "y", "radius"]
-WALL_COLUMNS = ["placement", "readout", "d", "max_length"]
-RESIDUAL_COLUMNS = ["placement", "attention", "d", "L", "source", "target_error", "B", "max_error"]
 RESIDUAL_PLACEMENTS = ("none", "post_bare", "post_learned")
-PRECISION_COLUMNS = [
-    "placement",
-    "readout",
-    "d",
-    "L",
-    "parameters",
-    "max_norm",
-    "format",
-    "accuracy",
-    "margin",
-    "output_scale",
-    "relative_margin",
-]
 
 
 def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | None) -> float:
@@ -125,9 +110,9 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
                 )
             log.info("%s d=%d L=%d: %s", placement, d, length, rows[-1]["bmin"])
     return {
-        "theory": pd.DataFrame(rows, columns=THEORY_COLUMNS),
+        "theory": pd.DataFrame(rows, columns=columns_of(BminTheory)),
         "walls": wall_table(item),
-        "precision": pd.DataFrame(precision, columns=PRECISION_COLUMNS),
+        "precision": pd.DataFrame(precision, columns=columns_of(Precision)),
     }
 
 
@@ -135,7 +120,7 @@ def wall_table(item: TheoryItem) -> pd.DataFrame:
     """walls.csv row of one width d: the bare pre-norm wall, the largest L at which any
     parameters count (regression read-out); every theory row past it has bmin = inf."""
     row = {"placement": "pre_bare", "readout": "regression", "d": item.d}
-    return pd.DataFrame([row | {"max_length": prenorm_wall(item.d)}], columns=WALL_COLUMNS)
+    return pd.DataFrame([row | {"max_length": prenorm_wall(item.d)}], columns=columns_of(Walls))
 
 
 def geometry_table(item: GeometryItem) -> pd.DataFrame:
@@ -169,7 +154,7 @@ def geometry_table(item: GeometryItem) -> pd.DataFrame:
                     }
                 )
             )
-    return pd.concat(frames, ignore_index=True)[GEOMETRY_COLUMNS]
+    return select(pd.concat(frames, ignore_index=True), Geometry)
 
 
 def residual_table(item: ResidualItem) -> pd.DataFrame:
@@ -208,4 +193,4 @@ def residual_table(item: ResidualItem) -> pd.DataFrame:
             "max_error": grid_errors(linear)[0],
         }
     )
-    return pd.DataFrame(rows).assign(d=d, L=length)[RESIDUAL_COLUMNS]
+    return select(pd.DataFrame(rows).assign(d=d, L=length), Residual)

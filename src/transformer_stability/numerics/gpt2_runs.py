@@ -30,7 +30,6 @@ from transformer_stability.numerics.inputs import input_ids
 from transformer_stability.numerics.items import TokenInputs
 from transformer_stability.numerics.metrics import (
     ERROR_METRICS,
-    QUANTILES,
     activation_lipschitz,
     layer_norm_statistics,
     quantiles,
@@ -41,24 +40,11 @@ from transformer_stability.numerics.metrics import (
 from transformer_stability.numerics.recursion import BlockConstants, recursion_table
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import GPT2Spec
+from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion, Gpt2Weights
+from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
 REFERENCE = Precision.parse("fp64")
-RUN_COLUMNS = ["weights", "model", "precision", "alpha", "checkpoint", "kind"]
-ERROR_COLUMNS = [*RUN_COLUMNS, "metric", *QUANTILES]
-RECURSION_COLUMNS = [
-    *RUN_COLUMNS,
-    "unit_roundoff",
-    "measured",
-    "bound",
-    "measured_rel",
-    "bound_rel",
-    "measured_rel_l2",
-    "typical_rel_l2",
-    "amplification",
-    "amplification_l2",
-]
-WEIGHT_COLUMNS = ["weights", "model", "block", "quantity", "value"]
 
 
 def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
@@ -68,7 +54,7 @@ def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
         rows.append(weight_magnitudes(block))
     table = pd.DataFrame(rows).rename_axis("block").reset_index()
     table = table.melt(id_vars="block", var_name="quantity", value_name="value")
-    return table.assign(weights=spec.weights, model=spec.name)[WEIGHT_COLUMNS]
+    return select(table.assign(weights=spec.weights, model=spec.name), Gpt2Weights)
 
 
 class _Accumulator:
@@ -211,6 +197,6 @@ def run_group(
     log.info("%s alpha=%g %s done", spec.name, alpha, "+".join(precisions))
     ids_columns = {"weights": spec.weights, "model": spec.name}
     return (
-        pd.concat(errors, ignore_index=True).assign(**ids_columns)[ERROR_COLUMNS],
-        pd.concat(recursion, ignore_index=True).assign(**ids_columns)[RECURSION_COLUMNS],
+        select(pd.concat(errors, ignore_index=True).assign(**ids_columns), Gpt2Errors),
+        select(pd.concat(recursion, ignore_index=True).assign(**ids_columns), Gpt2Recursion),
     )

@@ -1,7 +1,7 @@
 """Study N as the pipeline sees it: numerical stability of mixed-precision inference
 (docs/numerics.md)."""
 
-from transformer_stability.numerics import checks
+from transformer_stability.numerics import checks, tables
 from transformer_stability.numerics.figures import FIGURES
 from transformer_stability.numerics.items import SWEEPS
 from transformer_stability.study import Study
@@ -11,6 +11,7 @@ STUDY = Study(
     category="Study N: numerics",
     figures=FIGURES,
     sweeps=SWEEPS,
+    tables=tables.TABLES,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
 )

@@ -1,0 +1,257 @@
+"""Study C's tables under results/counting/: one model per table (columns in order, dtypes,
+ranges, NaN and inf where the computation makes them), the row count where the config fixes
+it. Torch-free: the workflow's gather and figure jobs check tables without the study's code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandera.pandas as pa
+from pandera.typing import Series
+
+from transformer_stability.counting.names import PLACEMENTS, READOUTS
+from transformer_stability.tables import INF, Table
+
+REGRESSION_RATE_PLACEMENTS = 4  # counting/rates.py: every placement but bare pre-norm
+REFERENCE_PLACEMENTS = 3  # counting/rates.py: none, post_bare, post_learned
+SOURCES = ("lower_bound", "construction", "training")
+
+
+def _positive(description: str, inf: bool = True) -> Any:
+    return pa.Field(gt=0, metadata=INF if inf else None, description=description)
+
+
+def _free(description: str) -> Any:
+    """A float that may be NaN or +-inf."""
+    return pa.Field(nullable=True, metadata=INF, description=description)
+
+
+def _classified(theory: Mapping[str, Any]) -> int:
+    """Theory lengths with a classification construction."""
+    return sum(length <= theory["classification_max_length"] for length in theory["lengths"])
+
+
+class Construction(Table):
+    """The columns that name a construction: where its norm sits, how it reads out."""
+
+    placement: Series[str] = pa.Field(isin=PLACEMENTS, description="where the norm sits")
+    readout: Series[str] = pa.Field(isin=READOUTS, description="regression or classification")
+
+
+class BminTheory(Table):
+    """Lower bounds and grid-verified constructions of B_min(L) per width."""
+
+    placement: Series[str] = pa.Field(isin=PLACEMENTS, description="where the norm sits")
+    attention: Series[str] = pa.Field(isin=("softmax", "linear"), description="the attention")
+    readout: Series[str] = pa.Field(isin=READOUTS, description="regression or classification")
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    bound: Series[str] = pa.Field(isin=("lower_bound", "construction"), description="the source")
+    bmin: Series[float] = pa.Field(ge=0, metadata=INF, description="B_min; inf past the wall")
+
+    class Config:
+        metadata = {"path": "counting/bmin_theory.csv", "rule": "gather"}
+
+
+class Walls(Construction):
+    """The bare pre-norm wall per width: the longest length it can count."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    max_length: Series[int] = pa.Field(ge=0, description="the wall")
+
+    class Config:
+        metadata = {"path": "counting/walls.csv", "rule": "gather"}
+
+
+class Residual(Table):
+    """C7: the best attainable max |y - c| against B at one L."""
+
+    placement: Series[str] = pa.Field(isin=PLACEMENTS, description="where the norm sits")
+    attention: Series[str] = pa.Field(isin=("softmax", "linear"), description="the attention")
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    source: Series[str] = pa.Field(isin=("lower_bound", "construction"), description="the source")
+    target_error: Series[float] = pa.Field(ge=0, le=0.5, description="the error aimed at")
+    B: Series[float] = _positive("the norm budget", inf=False)
+    max_error: Series[float] = pa.Field(ge=0, description="measured on the grid (construction)")
+
+    class Config:
+        metadata = {"path": "counting/residual.csv", "rule": "counting_residual"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        return 6 * len(set(config["counting"]["residual"]["errors"])) + 1
+
+
+class Precision(Construction):
+    """The constructions evaluated in float32 and float64."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    parameters: Series[int] = pa.Field(ge=1, description="the parameter count")
+    max_norm: Series[float] = _positive("the largest norm", inf=False)
+    format: Series[str] = pa.Field(isin=("float32", "float64"), description="the format")
+    accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy on the grid")
+    margin: Series[float] = pa.Field(
+        description="gap to the rounding threshold; negative: some point wrong"
+    )
+    output_scale: Series[float] = pa.Field(ge=0, description="the output's scale")
+    relative_margin: Series[float] = pa.Field(
+        ge=0, nullable=True, description="NaN: not exact in this format"
+    )
+
+    class Config:
+        metadata = {"path": "counting/precision.csv", "rule": "gather"}
+
+
+class Training(Construction):
+    """Every training run of the B_min bisection; the rows carry their own seeds."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    B: Series[float] = _positive("the norm budget; inf: the unconstrained run")
+    seed: Series[int] = pa.Field(description="the run's seed")
+    round: Series[int] = pa.Field(ge=0, description="0: the unconstrained run; 1, 2, ...: rounds")
+    bracket_low: Series[float] = pa.Field(gt=0, nullable=True, description="NaN: unconstrained")
+    bracket_high: Series[float] = pa.Field(gt=0, nullable=True, description="NaN: unconstrained")
+    steps: Series[int] = pa.Field(ge=0, description="the steps run")
+    accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy")
+    balanced_accuracy: Series[float] = pa.Field(ge=0, le=1, description="the balanced accuracy")
+    first_failing_count: Series[float] = pa.Field(
+        ge=0, nullable=True, description="NaN: every count correct"
+    )
+    max_vector_norm: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="the largest vector norm"
+    )
+    max_error: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="NaN: classification, diverged"
+    )
+    logit_margin: Series[float] = _free("NaN: regression, diverged")
+    relative_margin: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="NaN: not exact"
+    )
+
+    class Config:
+        metadata = {"path": "counting/training.csv", "rule": "gather"}
+
+
+class Geometry(Construction):
+    """C1: the constructions' outputs at Q on their best 2-plane."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    c: Series[int] = pa.Field(ge=0, description="the count")
+    x: Series[float] = pa.Field(description="the first coordinate")
+    y: Series[float] = pa.Field(description="the second coordinate")
+    radius: Series[float] = pa.Field(ge=0, description="the distance from the origin")
+
+    class Config:
+        metadata = {"path": "counting/geometry.csv", "rule": "counting_geometry"}
+
+
+class EmpiricalBmin(Construction):
+    """Empirical B_min of the training bisection per (read-out, L)."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    bmin: Series[float] = _positive("inf: training failed at the upper bracket for every seed")
+    bmin_low: Series[float] = _positive("the largest B known to fail below bmin")
+    lower_bound: Series[float] = pa.Field(
+        gt=0, nullable=True, description="the theory's bound; NaN: classification"
+    )
+    ratio: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="bmin / lower_bound"
+    )
+    bracket_high: Series[float] = _positive("the bracket's upper end")
+    reached: Series[bool] = pa.Field(description="whether some seed reached the target")
+    seeds_reached: Series[int] = pa.Field(ge=0, description="the seeds that reached it")
+    runs: Series[int] = pa.Field(ge=1, description="the runs")
+    rounds: Series[int] = pa.Field(ge=1, description="the bisection rounds")
+
+    class Config:
+        metadata = {"path": "counting/empirical_bmin.csv", "rule": "counting_rates"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """One row per bisected (read-out, L)."""
+        training = config["counting"]["training"]
+        return sum(len(set(training[r]["lengths"])) for r in READOUTS)
+
+
+class Rates(Construction):
+    """Fitted exponents of every B_min(L) curve and of the classification margins."""
+
+    source: Series[str] = pa.Field(
+        isin=(*SOURCES, "margin"),
+        description="margin: the classification constructions' relative logit margin",
+    )
+    fitted_exponent: Series[float] = _free("NaN: fewer than 2 finite points")
+    predicted_exponent: Series[float] = pa.Field(
+        nullable=True, description="NaN: margin rows, no prediction"
+    )
+    fit_from: Series[int] = pa.Field(ge=0, description="the fit's first length (0: no point)")
+    fit_to: Series[int] = pa.Field(ge=0, description="the fit's last length")
+    fit_points: Series[int] = pa.Field(ge=0, description="the fit's points")
+
+    class Config:
+        metadata = {"path": "counting/rates.csv", "rule": "counting_rates"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """Regression: lower bound and construction of every placement with a rate;
+        classification: the construction's norm and relative margin of every placement (if any
+        length has one); training: one per read-out."""
+        theory = config["counting"]["theory"]
+        classification = len(PLACEMENTS) if _classified(theory) else 0
+        return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + len(READOUTS)
+
+
+class Exponents(Construction):
+    """C5: exponents per source, one row per (placement, read-out), the wall in place of a rate
+    (NaN: the wall row, and sources without a rate)."""
+
+    predicted: Series[float] = _free("the predicted exponent")
+    lower_bound: Series[float] = _free("the lower bound's fitted exponent")
+    construction: Series[float] = _free("the construction's fitted exponent")
+    training: Series[float] = _free("training's fitted exponent")
+    lower_bound_window: Series[str] = pa.Field(
+        nullable=True, description="the fit's window, '16-64, 3 pts'; empty: no fit"
+    )
+    construction_window: Series[str] = pa.Field(nullable=True, description="the same")
+    training_window: Series[str] = pa.Field(nullable=True, description="the same")
+    note: Series[str] = pa.Field(nullable=True, description="the wall's note")
+
+    class Config:
+        metadata = {"path": "counting/exponents.csv", "rule": "counting_exponents"}
+
+
+class ReferenceSlopes(Construction):
+    """The predicted power laws that C2 draws over the theory, anchored at the constructions."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    exponent: Series[float] = pa.Field(description="the predicted exponent")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    bmin: Series[float] = _positive("the line's B_min")
+
+    class Config:
+        metadata = {"path": "counting/reference_slopes.csv", "rule": "counting_references"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        theory = config["counting"]["theory"]
+        return len(theory["widths"]) * REFERENCE_PLACEMENTS * len(set(theory["lengths"]))
+
+
+TABLES = (
+    BminTheory,
+    Walls,
+    Residual,
+    Precision,
+    Training,
+    Geometry,
+    EmpiricalBmin,
+    Rates,
+    Exponents,
+    ReferenceSlopes,
+)

@@ -1,0 +1,164 @@
+"""Study N's tables under results/numerics/: one model per table (columns in order, dtypes,
+ranges, NaN and inf where the computation makes them), the row count where the config fixes
+it. Torch-free: the workflow's gather and figure jobs check tables without the study's code."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandera.pandas as pa
+from pandera.typing import Series
+
+from transformer_stability.tables import INF, Table
+
+METRICS = ("rel_linf", "rel_comp", "abs_linf", "stream_min_l2", "stream_median_l2")
+
+
+def _quantile(share: str) -> Any:
+    return pa.Field(
+        ge=0,
+        nullable=True,
+        metadata=INF,
+        description=f"the {share} quantile; inf: a test value overflowed; NaN: 0/0",
+    )
+
+
+def _bound(description: str, nullable: bool = False) -> Any:
+    return pa.Field(ge=0, nullable=nullable, metadata=INF, description=description)
+
+
+class Run(Table):
+    """The columns that name one GPT-2 run at one residual add."""
+
+    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    model: Series[str] = pa.Field(description="the model's name")
+    precision: Series[str] = pa.Field(description="the test format: fp32, bf16, fp16 or m<bits>")
+    alpha: Series[float] = pa.Field(gt=0, description="the residual branches' scale alpha")
+    checkpoint: Series[int] = pa.Field(ge=1, description="the residual add, 1 ... 2L")
+    kind: Series[str] = pa.Field(isin=("attn", "mlp"), description="the add it follows")
+
+
+class Gpt2Errors(Run):
+    """Quantiles of the test format's errors at every residual add."""
+
+    metric: Series[str] = pa.Field(
+        isin=METRICS,
+        description="rel_linf, rel_comp, abs_linf (over tokens and sequences) or "
+        "stream_min_l2, stream_median_l2 (the reference stream's size over sequences)",
+    )
+    p01: Series[float] = _quantile("1%")
+    p25: Series[float] = _quantile("25%")
+    p50: Series[float] = _quantile("50%")
+    p75: Series[float] = _quantile("75%")
+    p99: Series[float] = _quantile("99%")
+
+    class Config:
+        metadata = {"path": "numerics/gpt2_errors.csv", "rule": "gather"}
+
+
+class Gpt2Recursion(Run):
+    """The largest error over tokens against the recursion's bounds at every residual add."""
+
+    unit_roundoff: Series[float] = pa.Field(ge=0, description="the test format's u")
+    measured: Series[float] = _bound("the largest absolute error over tokens")
+    bound: Series[float] = _bound("its worst-case bound")
+    measured_rel: Series[float] = _bound("the error relative to the stream (inf-norm)")
+    bound_rel: Series[float] = _bound("the worst-case relative bound")
+    measured_rel_l2: Series[float] = _bound("the error relative to the stream (2-norm)")
+    typical_rel_l2: Series[float] = _bound("the typical-case estimate")
+    amplification: Series[float] = _bound("the per-step amplification alpha*omega_k*Lip_k")
+    amplification_l2: Series[float] = _bound("the same in the 2-norm")
+
+    class Config:
+        metadata = {"path": "numerics/gpt2_recursion.csv", "rule": "gather"}
+
+
+class Gpt2Weights(Table):
+    """Weight magnitudes per block (alpha = 1, float32 weights)."""
+
+    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    model: Series[str] = pa.Field(description="the model's name")
+    block: Series[int] = pa.Field(ge=0, description="the block")
+    quantity: Series[str] = pa.Field(
+        isin=("omega_ov", "omega_ud", "omega_kq"), description="the magnitude"
+    )
+    value: Series[float] = pa.Field(ge=0, description="its value")
+
+    class Config:
+        metadata = {"path": "numerics/gpt2_weights.csv", "rule": "gather"}
+
+
+class Norms(Table):
+    """LayerNorm and RMSNorm: conditions, measured errors and their bounds."""
+
+    norm: Series[str] = pa.Field(isin=("layernorm", "rmsnorm"), description="the norm")
+    mantissa_bits: Series[int] = pa.Field(ge=1, description="the format's mantissa bits")
+    outlier: Series[float] = pa.Field(ge=0, description="the outlier's size")
+    sample: Series[int] = pa.Field(ge=0, description="the sample")
+    metric: Series[str] = pa.Field(description="kappa_* conditions, err_* errors, bound_* bounds")
+    value: Series[float] = _bound("its value; a bound is inf once sigma may vanish", True)
+
+    class Config:
+        metadata = {"path": "numerics/norms.csv", "rule": "numerics_bounds"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        norms = config["numerics"]["norms"]
+        cells = len(norms["mantissa_bits"]) * len(norms["outliers"]) * 2  # layernorm, rmsnorm
+        return cells * norms["samples"] * 11  # metrics per (norm, sample): numerics/norms.py
+
+
+class Softmax(Table):
+    """Softmax's propagation and evaluation errors against their bounds."""
+
+    sweep: Series[str] = pa.Field(isin=("sink", "offset"), description="the swept setting")
+    p_max: Series[float] = pa.Field(gt=0, le=1, description="the largest probability")
+    offset: Series[float] = pa.Field(description="the logits' offset")
+    mantissa_bits: Series[int] = pa.Field(ge=1, description="the format's mantissa bits")
+    mode: Series[str] = pa.Field(
+        isin=("propagation", "unshifted", "shifted"), description="what is measured"
+    )
+    metric: Series[str] = pa.Field(
+        isin=("l1_gain", "jacobian_abs_sum", "max_rel", "l1_abs", "kappa_max"),
+        description="the metric",
+    )
+    sample: Series[int] = pa.Field(ge=0, description="the sample")
+    measured: Series[float] = _bound("the measured value", True)
+    bound: Series[float] = _bound("its bound; NaN: kappa_max has none", True)
+
+    class Config:
+        metadata = {"path": "numerics/softmax.csv", "rule": "numerics_bounds"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """Per sample: a sink setting has 2 propagation + 2 x 3 evaluation metrics, an offset
+        setting the 6 evaluation metrics."""
+        softmax = config["numerics"]["softmax"]
+        return (8 * len(softmax["p_max"]) + 6 * len(softmax["offsets"])) * softmax["samples"]
+
+
+class Lipschitz(Table):
+    """Attention's Lipschitz constant: estimate, worst found, bounds and their ratios."""
+
+    seq_len: Series[int] = pa.Field(ge=1, description="the sequence length")
+    sample: Series[int] = pa.Field(ge=0, description="the sample")
+    norm: Series[str] = pa.Field(isin=("inf", "frobenius"), description="the matrix norm")
+    estimate: Series[float] = _bound("the random-input estimate")
+    worst: Series[float] = _bound("the worst found by projected ascent; NaN: not searched", True)
+    bound: Series[float] = _bound("the bound")
+    ball_bound: Series[float] = _bound("the bound over the R-ball")
+    worst_over_estimate: Series[float] = _bound("worst / estimate", True)
+    worst_over_bound: Series[float] = _bound("worst / bound", True)
+    p_max_min: Series[float] = pa.Field(ge=0, le=1, description="the smallest p_max")
+
+    class Config:
+        metadata = {"path": "numerics/lipschitz.csv", "rule": "numerics_bounds"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        lipschitz = config["numerics"]["lipschitz"]
+        return len(lipschitz["seq_lens"]) * lipschitz["samples"] * 2  # inf, frobenius
+
+
+TABLES = (Gpt2Errors, Gpt2Recursion, Gpt2Weights, Norms, Softmax, Lipschitz)
