@@ -11,7 +11,15 @@ import time
 
 import psutil
 import pytest
-from conftest import ROOT, TINY, TINY_CORES, announced_jobs, result_tables, run_snakemake
+from conftest import (
+    ROOT,
+    TINY,
+    TINY_CORES,
+    announced_jobs,
+    copy_of_run,
+    result_tables,
+    run_snakemake,
+)
 
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
@@ -52,16 +60,19 @@ def _jobs(output: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_sweep_redoes_only_the_killed_items(tmp_path, tiny_run):
-    """The trainability sweep, one job per item (set-scatter), is killed once its first item is
-    finished while the second runs: no partial table is left, the rerun redoes only the items
-    that did not finish, and the gathered table equals the uninterrupted, chunked reference."""
-    table, items = "results/apjn/trainability.csv", tmp_path / "results/apjn/items/train"
-    args = ["--cores", "1", "--configfile", TINY, "--set-scatter", "apjn_train=100"]
-    args += ["--", table]  # `--`: --set-scatter takes several values
+def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run):
+    """A forced rerun of the trainability sweep (two chunks, run one after the other) in a copy of
+    the tiny run is killed once its first chunk is rewritten while the second runs: the killed
+    chunk's output is gone, the gathered table untouched, the rerun redoes only the killed chunk
+    and the gathered table equals the uninterrupted reference."""
+    workdir = copy_of_run(tiny_run, tmp_path / "run")
+    table, items = "results/apjn/trainability.csv", workdir / "results/apjn/items/train"
+    args = ["--cores", "1", "--configfile", TINY]
+    forced = [*args, "--forcerun", "apjn_train", "--", table]
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
-    cmd += ["--directory", str(tmp_path), *args]
+    cmd += ["--directory", str(workdir), *forced]
     log_path = tmp_path / "killed_run.log"
+    started_at = time.time()
     with open(log_path, "w") as log:
         unbuffered = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the log as Snakemake writes it
         process = subprocess.Popen(
@@ -70,34 +81,32 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_items(tmp_path, tiny_run)
         deadline = time.monotonic() + 600
         while "(Rule: apjn_train)" not in log_path.read_text():  # "Finished jobid: n (Rule: ...)"
             assert process.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the run never finished a training item"
+            assert time.monotonic() < deadline, "the run never finished a training chunk"
             time.sleep(0.01)
-        # the second item's job has just started: its Python is still importing torch
+        # the second chunk's job has just started: its Python is still importing torch
         while len(re.findall(r"^(?:local)?rule apjn_train:", log_path.read_text(), re.M)) < 2:
             assert process.poll() is None, log_path.read_text()[-3000:]
             time.sleep(0.01)
         _kill_tree(process)
 
     started = [chunk for rule, chunk in _jobs(log_path.read_text()) if rule == "apjn_train"]
-    finished = {path.stem for path in items.glob("*.csv")}
-    assert len(started) == 2 and started[0] in finished, (started, finished)
-    assert started[1] not in finished, "the killed item left an output behind"
-    assert not (tmp_path / table).exists()
+    rewritten = {path.stem for path in items.glob("*.csv") if path.stat().st_mtime > started_at}
+    chunks = {path.stem for path in (tiny_run.workdir / items.relative_to(workdir)).glob("*.csv")}
+    assert len(started) == 2 and set(started) == chunks and started[0] in rewritten, started
+    assert not (items / f"{started[1]}.csv").exists(), "the killed chunk left an output behind"
+    reference = result_tables(tiny_run.workdir)[table]
+    assert (workdir / table).read_bytes() == reference  # not gathered from a partial sweep
 
     # the kill left Snakemake's lock: a plain rerun refuses and says how to release it
-    locked = run_snakemake(tmp_path, *args)
+    locked = run_snakemake(workdir, *args, "--", table)
     assert locked.returncode != 0
     assert "--unlock" in locked.stdout + locked.stderr
-    assert run_snakemake(tmp_path, "--unlock", *args).returncode == 0
+    assert run_snakemake(workdir, "--unlock", *args).returncode == 0
 
-    rerun = run_snakemake(tmp_path, *args)
+    rerun = run_snakemake(workdir, *args, "--", table)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     jobs = _jobs(rerun.stdout + rerun.stderr)
-    redone = {chunk for rule, chunk in jobs if rule == "apjn_train"}
-    assert started[0] not in redone, "a finished item was redone"
-    # the killed one and the unstarted: every item but the finished one
-    assert started[1] in redone and len(redone) == len(list(items.glob("*.csv"))) - 1, redone
-    assert {rule for rule, _ in jobs} == {"apjn_train", "gather"}
+    assert sorted(jobs) == [("apjn_train", started[1]), ("gather", "")], jobs
 
-    # what the interrupted-and-resumed run wrote equals the uninterrupted, chunked reference run
-    assert (tmp_path / table).read_bytes() == result_tables(tiny_run.workdir)[table]
+    # what the interrupted-and-resumed run wrote equals the uninterrupted reference run
+    assert (workdir / table).read_bytes() == reference
