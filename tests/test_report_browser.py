@@ -1,7 +1,7 @@
 """The report in a real browser (Debian's `chromium`, headless, driven by Playwright; `make test`
 installs it when missing, and says loudly when it could not): the landing page starts with the
-run's description and its configuration text is in the page, and every figure of the run opens as an image the browser has decoded, at the
-PNG's size, with no PDF viewer needed."""
+run's description and its configuration text is in the page, and every figure of the run opens
+as an image the browser has decoded, at the PNG's size, with no PDF viewer needed."""
 
 import subprocess
 from pathlib import Path
