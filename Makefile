@@ -40,14 +40,16 @@ reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
 # Chromium for the report's browser test: installed where apt-get and root allow, else a warning
-# (pytest's summary repeats it).
+# (pytest's summary repeats it). Two workers: one runs the slow tests, which share one tiny run
+# (tests/conftest.py), the other the fast ones.
 test: $(STAMP)
 	@bash .ci/install-chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
-# Everything but the end-to-end runs of the workflow (tests marked slow).
+# Everything but the end-to-end runs of the workflow (tests marked slow), on every core (the slow
+# tests share one session fixture, so `make test` runs in one process).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow" -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
