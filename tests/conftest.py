@@ -101,6 +101,7 @@ def announced_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
     return jobs
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items) -> None:
     """Under `pytest -n 2 --dist loadgroup` (`make test`) every slow test runs on one worker,
     which makes the session's one tiny run, while the other runs the fast tests."""
