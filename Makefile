@@ -40,14 +40,12 @@ reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
 # Chromium for the report's browser test: installed where apt-get and root allow, else a warning
-# (pytest's summary repeats it). Two workers: one runs the slow tests, which share one tiny run
-# (tests/conftest.py), the other the fast ones.
+# (pytest's summary repeats it). One process: the slow tests share one tiny run (tests/conftest.py).
 test: $(STAMP)
 	@bash .ci/install-chromium
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest
 
-# Everything but the end-to-end runs of the workflow (tests marked slow), on every core (the slow
-# tests share one session fixture, so `make test` runs in one process).
+# Everything but the end-to-end runs of the workflow (tests marked slow), on every core.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -n auto
 

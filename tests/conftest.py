@@ -101,15 +101,6 @@ def announced_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
     return jobs
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items) -> None:
-    """Under `pytest -n 2 --dist loadgroup` (`make test`) every slow test runs on one worker,
-    which makes the session's one tiny run, while the other runs the fast tests."""
-    for item in items:
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("tiny_run"))
-
-
 def pytest_terminal_summary(terminalreporter) -> None:
     """Say at the end of the run, not only in a skip line, that the report went untested."""
     skipped = terminalreporter.stats.get("skipped", [])
