@@ -1,24 +1,53 @@
-# The README's two commands: `make reproduce` and `make test`. Both bootstrap .venv first.
+# The README's two commands: `make reproduce` and `make test`. Both bootstrap .venv first, from
+# the lock file (docs/development.md: how to update it).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements/lock.txt
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test lint format report dry-run clean-results
+.PHONY: reproduce test test-fast lock lint format report dry-run clean-results
 
-# (Re)install only when the project's dependencies change.
-$(STAMP): pyproject.toml
+# (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
+# the lock, then this package alone. pip picks torch's build (CPU or CUDA wheel) and its CUDA
+# runtime packages, which the lock leaves out.
+$(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -qq -e '.[test]'
+	$(BIN)/python -m pip install -qq -r $(LOCK)
+	$(BIN)/python -m pip install -qq --no-deps -e .
 	@touch $(STAMP)
+
+# The lock from pyproject.toml's dependencies and test extra, keeping the pins it already has
+# (`make lock PIP_COMPILE_ARGS=--upgrade` moves every pin to the newest release). The packages
+# only torch's CUDA wheel needs (nvidia-*, cuda-*, triton) are dropped. The conda environment's
+# pip list follows the lock.
+PIP_COMPILE_ARGS ?=
+CONDA_ENV := envs/pipeline.yaml
+lock:
+	@test -x $(VENV)/tools/bin/pip-compile || \
+		{ $(PYTHON) -m venv $(VENV)/tools && $(VENV)/tools/bin/pip install -qq pip-tools; }
+	$(VENV)/tools/bin/pip-compile --quiet --extra test --allow-unsafe --strip-extras \
+		--no-emit-index-url --no-emit-find-links $(PIP_COMPILE_ARGS) -o $(LOCK) pyproject.toml
+	awk '/^[^ ]/ {cuda = /^(nvidia-|cuda-|triton==)/} !cuda' $(LOCK) >$(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	{ sed '/^  - pip:$$/q' $(CONDA_ENV); sed -n 's/^[a-z0-9][^ ]*==[^ ]*$$/      - &/p' $(LOCK); \
+		echo '      - -e ../'; } >$(CONDA_ENV).tmp
+	mv $(CONDA_ENV).tmp $(CONDA_ENV)
 
 reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
+# Chromium for the report's browser test: installed where apt-get and root allow, else a warning
+# (pytest's summary repeats it). One process: the slow tests share one tiny run (tests/conftest.py).
 test: $(STAMP)
+	@bash .ci/install-chromium
 	$(BIN)/python -m pytest
+
+# Everything but the end-to-end runs of the workflow (tests marked slow), on every core.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

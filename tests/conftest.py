@@ -3,6 +3,7 @@
 import copy
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 TINY_CORES = "2"  # the reference run's --cores: torch rules use as many threads
+# the system's Chromium, for the report's browser test (.ci/install-chromium installs it)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def load_yaml(path: Path) -> dict:
@@ -52,11 +55,20 @@ class TinyRun:
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> TinyRun:
-    """The whole DAG of the tiny config, run once per session from scratch: the reference that
-    the end-to-end, determinism, resume and SLURM tests check against."""
+    """The whole DAG of the tiny config, run once per session from scratch: the one end-to-end run
+    of the suite. Tests read it, or change a copy of it (`copy_of_run`); the determinism, resume
+    and SLURM tests check their tables against it."""
     workdir = tmp_path_factory.mktemp("tiny_run")
     result = run_snakemake(workdir, "--cores", TINY_CORES, "--configfile", TINY)
     return TinyRun(workdir, result)
+
+
+def copy_of_run(run: TinyRun, destination: Path) -> Path:
+    """A copy of the finished run's directory (results, logs and Snakemake's metadata, mtimes
+    kept), which a test may change, rerun or kill without touching the shared run."""
+    assert run.result.returncode == 0, run.result.stderr[-3000:]
+    shutil.copytree(run.workdir, destination, symlinks=True)
+    return destination
 
 
 def result_tables(workdir: Path) -> dict[str, bytes]:
@@ -87,3 +99,12 @@ def announced_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
         wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", line.group(1))) if line else {}
         jobs.append((rule, wildcards))
     return jobs
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say at the end of the run, not only in a skip line, that the report went untested."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if CHROMIUM is None and any("test_report_browser.py" in r.nodeid for r in skipped):
+        message = "NO CHROMIUM: the report was NOT tested in a browser (apt-get install chromium)"
+        terminalreporter.write_sep("!", message, red=True, bold=True)
+        print(message, file=sys.stderr)

@@ -1,23 +1,33 @@
-"""The report in a real browser (headless Chromium, Debian's `chromium`; `.ci/run` installs it
-when missing): the landing page starts with the run's description and its configuration text is
-in the page, and every figure of the run opens as an image the browser has decoded, at the
-PNG's size, with no PDF viewer needed."""
+"""The report in a real browser (Debian's `chromium`, headless, driven by Playwright; `make test`
+installs it when missing, and says loudly when it could not): the landing page starts with the
+run's description and its configuration text is in the page, and every figure of the run opens
+as an image the browser has decoded, at the PNG's size, with no PDF viewer needed."""
 
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from chromium import EXECUTABLE, Chromium
-from conftest import ROOT
+from conftest import CHROMIUM, ROOT
 from matplotlib.image import imread
+from playwright.sync_api import Page, sync_playwright
 
-from transformer_stability.registry import STUDIES
 from transformer_stability.report import report_command
+from transformer_stability.registry import STUDIES
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(EXECUTABLE is None, reason="no chromium (apt-get install chromium)"),
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)"),
+]
+# what Chromium needs in a container without a display, GPU or network
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 CLICK_LINK = """text => {
@@ -53,21 +63,35 @@ def report(tiny_run) -> Path:
     return tiny_run.workdir / "results/report.html"
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """The system's Chromium (Playwright's own browser builds are never downloaded)."""
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture
-def browser(tmp_path):
-    chromium = Chromium(tmp_path / "chromium-profile")
-    yield chromium
-    chromium.close()
+def page(browser) -> Page:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
 
 
-def test_landing_page_starts_with_the_description(report, browser, tmp_path):
-    browser.open(report.resolve().as_uri())
-    text = browser.evaluate("document.body.innerText")
+def open_report(page: Page, report: Path) -> None:
+    """Load the report and wait until its scripts have run."""
+    page.goto(report.resolve().as_uri(), wait_until="load")
+
+
+def test_landing_page_starts_with_the_description(report, page, tmp_path):
+    open_report(page, report)
+    text = page.evaluate("document.body.innerText")
     for words in ("Replication pipeline for three theory papers", "forward_source_block"):
         assert words in text  # the description and the configuration were rendered
 
     shot = tmp_path / "landing.png"
-    browser.screenshot(shot)
+    page.screenshot(path=shot)
     pixels = imread(shot)[..., :3]
     # the band right of the menu at the top of the window: the description's white page,
     # not the dark code block of the configuration's middle (what a vertically centred,
@@ -77,15 +101,15 @@ def test_landing_page_starts_with_the_description(report, browser, tmp_path):
     assert np.ptp(pixels) > 0.5  # something was drawn
 
 
-def test_every_figure_opens_as_a_decoded_image(report, browser):
+def test_every_figure_opens_as_a_decoded_image(report, page):
     figures = report.parent / "figures"
     expected = {png.name: imread(png).shape[:2] for png in figures.glob("*.png")}
     seen = {}
     for category in (study.category for study in STUDIES.values()):
-        browser.open(report.resolve().as_uri())
-        browser.evaluate(f"({CLICK_LINK})({category!r})")
-        for row in range(browser.evaluate("document.querySelectorAll('a[iconname=eye]').length")):
-            image = browser.evaluate(f"({SHOW_ROW})({row})")
+        open_report(page, report)
+        page.evaluate(CLICK_LINK, category)
+        for row in range(page.evaluate("document.querySelectorAll('a[iconname=eye]').length")):
+            image = page.evaluate(SHOW_ROW, row)
             assert min(image["shown"]) > 50, image  # laid out on the page, not a blank pane
             seen[image["name"]] = tuple(image["natural"])
     assert seen == expected

@@ -1,5 +1,5 @@
 """Reruns follow changes: after the tiny run, editing one package module or one config key makes
-Snakemake plan exactly the jobs that depend on it (dry runs in the tiny run's directory)."""
+Snakemake plan exactly the jobs that depend on it (dry runs in a copy of the tiny run)."""
 
 import contextlib
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, TINY, TINY_CORES, announced_jobs, run_snakemake
+from conftest import ROOT, TINY, TINY_CORES, announced_jobs, copy_of_run, run_snakemake
 
 from transformer_stability.registry import study_figures
 
@@ -45,10 +45,10 @@ def _figures(jobs) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def workdir(tiny_run) -> Path:
-    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
-    assert planned(tiny_run.workdir) == [], "the tiny run is not up to date"
-    return tiny_run.workdir
+def workdir(tiny_run, tmp_path_factory) -> Path:
+    copy = copy_of_run(tiny_run, tmp_path_factory.mktemp("reruns") / "run")
+    assert planned(copy) == [], "the copy of the tiny run is not up to date"
+    return copy
 
 
 @pytest.mark.slow
