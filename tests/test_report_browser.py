@@ -12,8 +12,8 @@ from conftest import CHROMIUM, ROOT
 from matplotlib.image import imread
 from playwright.sync_api import Page, sync_playwright
 
-from transformer_stability.report import report_command
 from transformer_stability.registry import STUDIES
+from transformer_stability.report import report_command
 
 pytestmark = [
     pytest.mark.slow,

@@ -56,8 +56,9 @@ def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figur
     with edited("apjn/measure.py"):
         jobs = planned(workdir)
     # the training runs record the estimator's J^{L,0} of each model at init
-    measured = {"apjn_curves", "apjn_width", "apjn_sensitivity", "apjn_depth_points", "apjn_train"}
-    assert _rules(jobs) == measured | {"gather", "apjn_agreement", "figure"}
+    measured = {"apjn_curves", "apjn_width", "apjn_end_to_end", "apjn_train"}
+    derived = {"gather", "apjn_agreement", "apjn_width_fit", "figure"}
+    assert _rules(jobs) == measured | derived
     expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats", "apjn_width_scan"}
     trained = {"apjn_trainability", "apjn_trainability_theory"}
     assert _figures(jobs) == expected | trained | {"apjn_sensitivity", "apjn_depth_scaling"}

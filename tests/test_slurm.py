@@ -14,30 +14,30 @@ from datetime import datetime
 
 import pytest
 import yaml
-from conftest import ROOT, TINY, load_yaml, result_tables
+from conftest import ROOT, SCHEMA_PATH, TINY, load_yaml, result_tables
+
+from transformer_stability.registry import SWEEPS, validate
 
 SCRIPT = ROOT / "tests" / "slurm" / "local_slurm.sh"
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 # Enough to prove the SLURM path, in few jobs (each job is a Snakemake start and a torch import,
-# and the executor polls squeue at growing intervals): two cheap CPU rules, one GPU sweep (the
-# depth points: one job per item, as the profile's set-scatter asks, so that GPU jobs can run
-# side by side) and local plot and gather rules. The other GPU sweeps take the same path: the
-# profile gives every GPU rule its GPU and partition the same way (test_workflow.py checks that
-# each is planned with its resources on the cluster profile).
+# and the executor polls squeue at growing intervals): a cheap CPU rule, one GPU sweep (Study N's
+# GPT-2 runs: one job per item, as the profile's set-scatter asks, so that GPU jobs can run side
+# by side) and local plot and gather rules. The other GPU sweeps take the same path: the profile
+# gives every GPU rule its GPU and partition the same way (test_workflow.py checks that each is
+# planned with its resources on the cluster profile).
 TARGETS = [
     "results/figures/apjn_theory_curves.pdf",
-    "results/figures/apjn_depth_scaling.pdf",
+    "results/figures/numerics_alpha.pdf",
 ]
 SUBMITTED = {  # rule -> partition it must be submitted to, and whether it asks for a GPU
     "apjn_theory_curves": ("cpu", False),
-    "apjn_theory_depth": ("cpu", False),
-    "apjn_depth_points": ("gpu", True),
+    "numerics_gpt2": ("gpu", True),
 }
 LOCAL = {"figure", "gather"}
 TABLES = [
     "results/apjn/theory_curves.csv",
-    "results/apjn/theory_depth.csv",
-    "results/apjn/depth_measured.csv",
+    "results/numerics/gpt2_errors.csv",
 ]
 NODE_MEM_MB = 2000  # memory requests are capped at this on the one-node test cluster
 
@@ -126,8 +126,9 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
             assert job["Partition"] == partition, (rule, job)
             assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
         assert (workdir / ".snakemake/slurm_logs" / f"rule_{rule}").is_dir()
-    tiny = load_yaml(ROOT / "tests/configs/tiny.yaml")["apjn"]
-    assert len(jobs["apjn_depth_points"]) == len(tiny["variants"]) * tiny["measure"]["inits"]
+    tiny = validate(load_yaml(ROOT / "tests/configs/tiny.yaml"), SCHEMA_PATH)
+    items = SWEEPS["numerics_gpt2"].items(tiny["numerics"], tiny["seed"])
+    assert len(jobs["numerics_gpt2"]) == len(items) > 1
     gpu_jobs = [job for rule, (_, gpu) in SUBMITTED.items() if gpu for job in jobs[rule]]
     assert _overlapping(gpu_jobs), [(j["StartTime"], j["EndTime"]) for j in gpu_jobs]
     all_jobs = [job for rule_jobs in jobs.values() for job in rule_jobs]

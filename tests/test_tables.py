@@ -98,7 +98,11 @@ def test_every_table_ends_with_its_provenance_once():
 def test_models_are_found_by_the_path_below_results():
     assert table_model("results/apjn/measured_curves.csv") is MeasuredCurves
     assert table_model("/x/results/counting/rates.parquet") is Rates
-    for path in ("counting/rates.csv", "/tmp/t.csv", "results/apjn/items/curves/1-of-2.csv"):
+    for path in (
+        "counting/rates.csv",
+        "/tmp/t.csv",
+        "results/apjn/items/measured_curves/1-of-2.csv",
+    ):
         assert table_model(path) is None
     for path, model in TABLES.items():
         assert model.__module__.split(".")[1] == path.split("/")[0], path  # its study's own
@@ -256,7 +260,7 @@ def test_a_chunk_table_needs_its_item_column(tmp_path):
         read_table(path, MeasuredCurves, chunk=True)
     message = str(error.value)
     assert "missing column ['item']" in message and "chunk rule of its sweep" in message
-    assert "--forcerun results/apjn/items/curves/1-of-2.csv" in message
+    assert "--forcerun results/apjn/items/measured_curves/1-of-2.csv" in message
 
 
 def test_a_table_without_a_model_is_not_checked(tmp_path):
