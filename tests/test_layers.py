@@ -9,6 +9,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_stability"
 STUDIES = ("apjn", "numerics", "counting")
 SHARED = sorted(p for p in PACKAGE.glob("*.py") if p.name not in ("registry.py", "__init__.py"))
+# command-line entry points that describe every study, through the registry only
+READS_THE_REGISTRY = {"tables_doc.py"}
 
 
 def _package(path: Path) -> str:
@@ -44,7 +46,8 @@ def test_the_shared_modules_are_the_expected_ones():
 
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: p.name)
 def test_a_shared_module_imports_no_study(path):
-    assert not _studies_in(_imported(path, _package(path)))
+    allowed = {"registry"} if path.name in READS_THE_REGISTRY else set()
+    assert _studies_in(_imported(path, _package(path))) <= allowed
 
 
 @pytest.mark.parametrize("study", STUDIES)

@@ -251,7 +251,7 @@ def test_an_integer_valued_float_column_is_a_float_column(tmp_path):
 
 
 def test_a_chunk_table_needs_its_item_column(tmp_path):
-    path = tmp_path / "results" / "apjn" / "items" / "curves" / "1-of-2.csv"
+    path = tmp_path / "results" / "apjn" / "items" / "measured_curves" / "1-of-2.csv"
     table = valid_table(MeasuredCurves, 4, chunk=True).assign(item="ln_images")
     write_table(table, path, MeasuredCurves, chunk=True)
     assert read_table(path, MeasuredCurves, chunk=True)["item"].tolist() == ["ln_images"] * 4
