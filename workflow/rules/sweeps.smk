@@ -24,7 +24,12 @@ for sweep in SWEEPS.values():
         name:
             sweep.rule
         input:
-            sources=code(sweep.script),
+            # the script too: its path is formatted at run time (below), so Snakemake's own
+            # code trigger does not see it
+            sources=[
+                *code(sweep.script),
+                f"{workflow.basedir}/workflow/scripts/{sweep.script}",
+            ],
             outside=sweep.inputs(section),
         output:
             **{output: sweep.chunk_table(output) for output in sweep.tables},
@@ -41,5 +46,8 @@ for sweep in SWEEPS.values():
         params:
             chunk_items=chunk_lookup(chunked),
             device=config["device"] if sweep.gpu else "cpu",
+            script=sweep.script,
         script:
-            f"../scripts/{sweep.script}"
+            # a rule's script is read when its job runs, after this loop has moved on: take the
+            # name from the job's own params, not from the loop variable
+            "../scripts/{params.script}"
