@@ -261,7 +261,7 @@ def test_counting_rates_edge_tables(results):
 
 @pytest.mark.slow
 def test_gather_items_edge_chunks(results):
-    chunks = sorted((results / "apjn" / "items" / "curves").glob("*.csv"))
+    chunks = sorted((results / "apjn" / "items" / "measured_curves").glob("*.csv"))
     assert chunks
     one = read_table(chunks[0])
     order = list(dict.fromkeys(one[ITEM_COLUMN]))

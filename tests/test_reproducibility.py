@@ -76,7 +76,7 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run)
     runs: no partial table is left, the rerun redoes only the killed chunk, and the gathered
     table equals the uninterrupted reference."""
     workdir = copy_of_run(tiny_run, tmp_path / "run")
-    table, items = "results/apjn/trainability.csv", workdir / "results/apjn/items/train"
+    table, items = "results/apjn/trainability.csv", workdir / "results/apjn/items/trainability"
     chunks = sorted(path.stem for path in items.glob("*.csv"))
     shutil.rmtree(items)
     (workdir / table).unlink()
