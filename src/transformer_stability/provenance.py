@@ -7,7 +7,6 @@ from importlib import metadata
 
 import pandas as pd
 
-PROVENANCE_COLUMNS = ["seed", "device", "dtype", "versions"]  # every table's last columns
 _PACKAGES = ("transformer-stability", "numpy", "scipy", "pandas", "torch", "timm", "transformers")
 
 

@@ -4,10 +4,10 @@ from transformer_stability.apjn.agreement import agreement
 from transformer_stability.apjn.tables import Agreement, MeasuredCurves
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import PROVENANCE_COLUMNS
+from transformer_stability.tables import Provenance, columns_of
 
 setup_logging(snakemake.log[0])
 curves = read_table(snakemake.input.curves, MeasuredCurves, snakemake.config)
-provenance = curves[PROVENANCE_COLUMNS].iloc[[0]].to_dict("records")[0]
+provenance = curves[columns_of(Provenance)].iloc[[0]].to_dict("records")[0]
 table = agreement(curves, snakemake.params.compare_from)
 write_table(table.assign(**provenance), snakemake.output[0], Agreement, snakemake.config)

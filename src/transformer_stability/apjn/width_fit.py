@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import EARLY
-from transformer_stability.apjn.tables import WidthExcess, WidthSlopes
-from transformer_stability.tables import select
+from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
+from transformer_stability.tables import columns_of, select
 
 CLOSURES = {"gram": "gmfe_gram", "qp": "gmfe"}
 COMPARED = "compared"
-KEYS = ["norm", "alpha", "direction", "region", "closure"]
+KEYS = columns_of(WidthFitIds)
 
 
 def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -38,8 +38,11 @@ def width_excess(table: pd.DataFrame) -> pd.DataFrame:
         ["norm", "alpha", "direction"], dropna=False, sort=False
     ):
         for region in regions:
-            rows = part[part["region"] != EARLY] if region == COMPARED else part
-            rows = rows if region == COMPARED else rows[rows["region"] == region]
+            rows = (
+                part[part["region"] != EARLY]
+                if region == COMPARED
+                else part[part["region"] == region]
+            )
             if rows.empty:
                 continue
             for closure, column in CLOSURES.items():
