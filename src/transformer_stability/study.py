@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from transformer_stability.claims import ClaimSpec
     from transformer_stability.plotting import FigureSpec
     from transformer_stability.sweeps import Sweep
     from transformer_stability.tables import Table
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Study:
     """One study: `name` is its config section and its folder under results/; `category` heads
-        its figures in the report; `figures`, `sweeps` and `tables` (the models of the tables it
-    writes) are its declarations; `config_errors`
-        and `input_errors` check its config section (constraints between keys, outside inputs such
-        as local data), returning messages that name the config key."""
+    its figures in the report; `figures`, `sweeps` and `tables` (the models of the tables it
+    writes) are its declarations; `config_errors` and `input_errors` check its config section
+    (constraints between keys, outside inputs such as local data), returning messages that name
+    the config key; `claims` are its abstract's claims, which the `claims` rule evaluates on its
+    tables."""
 
     name: str
     category: str
@@ -28,3 +30,4 @@ class Study:
     tables: tuple[type[Table], ...]
     config_errors: Callable[[dict[str, Any]], list[str]]
     input_errors: Callable[[dict[str, Any]], list[str]]
+    claims: tuple[ClaimSpec, ...] = ()
