@@ -27,6 +27,7 @@ include: "workflow/rules/numerics.smk"
 include: "workflow/rules/counting.smk"
 include: "workflow/rules/gather.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
 
 
 onstart:
@@ -37,3 +38,4 @@ rule all:
     default_target: True
     input:
         [figure.pdf for study in config["studies"] for figure in study_figures(study)],
+        "results/claims.csv",

@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from transformer_stability.apjn.pipeline import STUDY as _APJN
+from transformer_stability.claims import Claims, claim_rows, claims_table
 from transformer_stability.config import validate_config
 from transformer_stability.counting.pipeline import STUDY as _COUNTING
 from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
@@ -20,7 +23,10 @@ from transformer_stability.tables import Table, below_results, meta
 STUDIES: dict[str, Study] = {study.name: study for study in (_APJN, _NUMERICS, _COUNTING)}
 FIGURES: dict[str, FigureSpec] = {f.name: f for s in STUDIES.values() for f in s.figures}
 SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweeps}
-TABLES: dict[str, type[Table]] = {meta(m)["path"]: m for s in STUDIES.values() for m in s.tables}
+TABLES: dict[str, type[Table]] = {
+    **{meta(m)["path"]: m for s in STUDIES.values() for m in s.tables},
+    meta(Claims)["path"]: Claims,
+}
 
 
 def table_model(path: str | Path) -> type[Table] | None:
@@ -53,3 +59,23 @@ def missing_inputs(config: dict[str, Any]) -> list[str]:
     return [
         error for name in config["studies"] for error in STUDIES[name].input_errors(config[name])
     ]
+
+
+def claim_tables(config: dict[str, Any]) -> list[str]:
+    """The tables (paths below results/) the claims of the studies the config runs are tested
+    on, in a stable order."""
+    paths = {p for name in config["studies"] for c in STUDIES[name].claims for p in c.tables}
+    return sorted(paths)
+
+
+def evaluate_claims(
+    tables: dict[str, pd.DataFrame], sections: dict[str, dict[str, Any]]
+) -> pd.DataFrame:
+    """The claims table: every study's claims in registry order, tested on `tables` (by path
+    below results/) with the config section of each study run (`sections`, by study name),
+    "not run at this preset" for a study without one."""
+    rows = []
+    for name, study in STUDIES.items():
+        section = sections.get(name)
+        rows += claim_rows(study.claims, None if section is None else tables, section)
+    return claims_table(rows)

@@ -1,5 +1,5 @@
 """`make report`: the HTML report of the figures a run has made, for the configuration that run
-recorded, without running any job.
+recorded, without running any job. It opens on the claims the run tested (results/claims.csv).
 
 Every run that has work to do records its resolved configuration (presets merged, defaults
 filled) in results/config.yaml (the Snakefile's `onstart`). The report is built from that file and
@@ -18,10 +18,13 @@ from typing import Any
 
 import yaml
 
+from transformer_stability.claims_page import write_html
 from transformer_stability.io import atomic_path
 
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
+CLAIMS = Path("results/claims.csv")
+CLAIMS_PAGE = Path("results/report/claims.html")  # workflow/report/workflow.rst includes it
 
 
 def record_config(config: dict[str, Any], path: str | Path = RECORD) -> None:
@@ -44,6 +47,7 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     figures = made_figures(directory)
     if not figures:
         raise SystemExit(f"no figures under {directory / 'results/figures'}: nothing to report")
+    write_html(directory / CLAIMS, directory / CLAIMS_PAGE)
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
     return [*command, "--report", str((directory / REPORT).resolve()), "--", *figures]

@@ -1,0 +1,24 @@
+# The claims of the three abstracts, each tested on the run's tables by the study that states it
+# (transformer_stability/<study>/claims.py): results/claims.csv, the report's first table.
+
+
+rule claims:
+    input:
+        tables=[f"results/{path}" for path in claim_tables(config)],
+        sources=code("claims.py"),
+    output:
+        report(
+            "results/claims.csv",
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+    log:
+        "results/logs/claims.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        sections={name: config[name] for name in config["studies"]},
+        seed=config["seed"],
+    script:
+        "../scripts/claims.py"

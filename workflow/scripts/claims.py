@@ -1,0 +1,19 @@
+"""Rule claims: every claim of the three abstracts tested on the run's tables
+(transformer_stability/claims.py; each study states its claims in `<study>/claims.py`)."""
+
+from transformer_stability.claims import Claims
+from transformer_stability.io import read_table, write_table
+from transformer_stability.logs import setup_logging
+from transformer_stability.provenance import with_provenance
+from transformer_stability.registry import evaluate_claims, table_model
+from transformer_stability.tables import below_results
+
+setup_logging(snakemake.log[0])
+config = snakemake.config
+tables = {below_results(p): read_table(p, table_model(p), config) for p in snakemake.input.tables}
+claims = evaluate_claims(tables, snakemake.params.sections)
+write_table(
+    with_provenance(claims, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+    snakemake.output[0],
+    Claims,
+)
