@@ -15,7 +15,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # runtime packages, which the lock leaves out.
 $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -qq -r $(LOCK)
+	$(BIN)/python -m pip install -qq --no-compile -r $(LOCK)
 	$(BIN)/python -m pip install -qq --no-deps -e .
 	@touch $(STAMP)
 
@@ -39,11 +39,12 @@ lock:
 reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
-# Chromium for the report's browser test: installed where apt-get and root allow, else a warning
-# (pytest's summary repeats it). One process: the slow tests share one tiny run (tests/conftest.py).
-test: $(STAMP)
-	@bash .ci/install-chromium
-	$(BIN)/python -m pytest
+# Chromium for the report's browser test: installed where apt-get and root allow (beside the
+# environment's install), else a warning (pytest's summary repeats it). On every core: the slow
+# tests share one tiny run (tests/conftest.py).
+test:
+	@bash .ci/install-chromium & chromium=$$!; $(MAKE) --no-print-directory $(STAMP); wait $$chromium
+	$(BIN)/python -m pytest -n auto
 
 # Everything but the end-to-end runs of the workflow (tests marked slow), on every core.
 test-fast: $(STAMP)

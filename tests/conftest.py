@@ -1,6 +1,7 @@
 """Shared paths and helpers for the tests."""
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -53,14 +55,28 @@ class TinyRun:
     result: subprocess.CompletedProcess
 
 
+def _tiny_run_in(workdir: Path) -> TinyRun:
+    return TinyRun(workdir, run_snakemake(workdir, "--cores", TINY_CORES, "--configfile", TINY))
+
+
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory) -> TinyRun:
+def tiny_run(tmp_path_factory, worker_id) -> TinyRun:
     """The whole DAG of the tiny config, run once per session from scratch: the one end-to-end run
     of the suite. Tests read it, or change a copy of it (`copy_of_run`); the determinism, resume
-    and SLURM tests check their tables against it."""
-    workdir = tmp_path_factory.mktemp("tiny_run")
-    result = run_snakemake(workdir, "--cores", TINY_CORES, "--configfile", TINY)
-    return TinyRun(workdir, result)
+    and SLURM tests check their tables against it. Under pytest-xdist the workers share it: the
+    first to need it runs it while the others wait on a lock, then read its outcome."""
+    if worker_id == "master":
+        return _tiny_run_in(tmp_path_factory.mktemp("tiny_run"))
+    shared = tmp_path_factory.getbasetemp().parent  # the session's folder, above the workers'
+    outcome = shared / "tiny_run.json"
+    with FileLock(shared / "tiny_run.lock"):
+        if not outcome.exists():
+            run = _tiny_run_in(shared / "tiny_run")
+            fields = {"args": run.result.args, "returncode": run.result.returncode}
+            fields |= {"stdout": run.result.stdout, "stderr": run.result.stderr}
+            outcome.write_text(json.dumps(fields))
+        fields = json.loads(outcome.read_text())
+    return TinyRun(shared / "tiny_run", subprocess.CompletedProcess(**fields))
 
 
 def copy_of_run(run: TinyRun, destination: Path) -> Path:
@@ -108,3 +124,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
         message = "NO CHROMIUM: the report was NOT tested in a browser (apt-get install chromium)"
         terminalreporter.write_sep("!", message, red=True, bold=True)
         print(message, file=sys.stderr)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The end-to-end tests last: under pytest-xdist the other worker runs the fast tests while
+    the first slow test waits for the shared tiny run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)

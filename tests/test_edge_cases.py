@@ -139,7 +139,8 @@ def outcome(call: Callable[[], object]) -> str | None:
             warnings.simplefilter("ignore")
             result = call()
             if isinstance(result, Figure):
-                result.savefig(io.BytesIO(), format="png")
+                # drawn in full (layout, ticks, legends), at a resolution too low to cost much
+                result.savefig(io.BytesIO(), format="png", dpi=20)
                 plt.close(result)
     except ValueError as error:
         plt.close("all")

@@ -1,14 +1,15 @@
 """The report in a real browser (Debian's `chromium`, headless, driven by Playwright; `make test`
-installs it when missing, and says loudly when it could not): the landing page starts with the
-run's description and its configuration text is in the page, and every figure of the run opens
-as an image the browser has decoded, at the PNG's size, with no PDF viewer needed."""
+installs it when missing, and says loudly when it could not): the landing page opens on the
+run's description and claims, its configuration collapsed below; every figure of the run opens
+as an image the browser has decoded, at the PNG's size and at least half the window wide, with
+no PDF viewer needed; no caption renders a docutils error."""
 
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CHROMIUM, ROOT
+from conftest import CHROMIUM, ROOT, copy_of_run
 from matplotlib.image import imread
 from playwright.sync_api import Page, sync_playwright
 
@@ -19,6 +20,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)"),
 ]
+WINDOW = {"width": 1400, "height": 1000}
 # what Chromium needs in a container without a display, GPU or network
 FLAGS = [
     "--headless",
@@ -56,11 +58,11 @@ SHOW_ROW = """async index => {
 
 
 @pytest.fixture(scope="module")
-def report(tiny_run) -> Path:
-    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
-    made = subprocess.run(report_command(ROOT / "Snakefile", tiny_run.workdir), cwd=ROOT)
+def report(tiny_run, tmp_path_factory) -> Path:
+    workdir = copy_of_run(tiny_run, tmp_path_factory.mktemp("report") / "run")
+    made = subprocess.run(report_command(ROOT / "Snakefile", workdir), cwd=ROOT)
     assert made.returncode == 0
-    return tiny_run.workdir / "results/report.html"
+    return workdir / "results/report.html"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,7 @@ def browser():
 
 @pytest.fixture
 def page(browser) -> Page:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport=WINDOW)
     yield context.new_page()
     context.close()
 
@@ -84,11 +86,16 @@ def open_report(page: Page, report: Path) -> None:
     page.goto(report.resolve().as_uri(), wait_until="load")
 
 
-def test_landing_page_starts_with_the_description(report, page, tmp_path):
+def test_landing_page_opens_on_the_claims_above_the_configuration(report, page, tmp_path):
     open_report(page, report)
     text = page.evaluate("document.body.innerText")
-    for words in ("Replication pipeline for three theory papers", "forward_source_block"):
-        assert words in text  # the description and the configuration were rendered
+    assert "Replication pipeline for three theory papers" in text
+    claims = page.evaluate("document.querySelector('table.claims').innerText")
+    for claim in ("A.1", "N.1", "C.1"):
+        assert claim in claims
+    # the configuration is there, collapsed below the claims
+    hidden = page.evaluate("document.querySelector('details').textContent")
+    assert "forward_source_block" in hidden and "forward_source_block" not in text
 
     shot = tmp_path / "landing.png"
     page.screenshot(path=shot)
@@ -110,6 +117,14 @@ def test_every_figure_opens_as_a_decoded_image(report, page):
         page.evaluate(CLICK_LINK, category)
         for row in range(page.evaluate("document.querySelectorAll('a[iconname=eye]').length")):
             image = page.evaluate(SHOW_ROW, row)
-            assert min(image["shown"]) > 50, image  # laid out on the page, not a blank pane
+            # the figure pane has most of the window beside the results table
+            assert image["shown"][1] >= WINDOW["width"] / 2, image
             seen[image["name"]] = tuple(image["natural"])
     assert seen == expected
+
+
+def test_no_caption_or_description_has_a_docutils_message(report, page):
+    """A caption that is not valid reStructuredText renders with a "System Message" box."""
+    assert "System Message" not in report.read_text(errors="replace")
+    open_report(page, report)
+    assert "System Message" not in page.evaluate("document.body.textContent")

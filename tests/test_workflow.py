@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, load_yaml, run_snakemake
+from conftest import ROOT, copy_of_run, load_yaml, run_snakemake
 
 from transformer_stability.registry import FIGURES as REGISTRY
 
@@ -35,15 +35,15 @@ def test_bad_config_stops_before_any_job(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
-    tmp_path, result = tiny_run.workdir, tiny_run.result
+def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run, tmp_path):
+    run, result = tiny_run.workdir, tiny_run.result
     assert result.returncode == 0, result.stderr[-3000:]
     for figure in FIGURES:
         for suffix in (".pdf", ".png"):
-            path = tmp_path / figure.replace(".pdf", suffix)
+            path = run / figure.replace(".pdf", suffix)
             assert path.stat().st_size > 5_000, path
 
-    curves = pd.read_csv(tmp_path / "results/apjn/theory_curves.csv")
+    curves = pd.read_csv(run / "results/apjn/theory_curves.csv")
     tiny = load_yaml(ROOT / "tests/configs/tiny.yaml")["apjn"]
     assert set(curves["norm"]) == {v["norm"] for v in tiny["variants"]}
     # both directions of every variant agree on the end-to-end value J^{L,0}
@@ -54,33 +54,33 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     for _, pair in ends.groupby(["norm", "alpha"], dropna=False):
         assert pair["apjn"].iloc[0] == pytest.approx(pair["apjn"].iloc[1], rel=1e-12)
 
-    depth = pd.read_csv(tmp_path / "results/apjn/theory_depth.csv")
+    depth = pd.read_csv(run / "results/apjn/theory_depth.csv")
     assert depth["depth"].max() == tiny["theory"]["max_depth"]
-    laws = pd.read_csv(tmp_path / "results/apjn/depth_laws.csv")
+    laws = pd.read_csv(run / "results/apjn/depth_laws.csv")
     # pre-LN's zeta_- window may lie beyond the tiny depth: then it draws no law line
     assert "sqrt_depth_slope" in set(laws["quantity"])
     assert set(laws["quantity"]) <= {"zeta_minus", "sqrt_depth_slope"}
-    asymptotics = pd.read_csv(tmp_path / "results/apjn/asymptotics.csv")
+    asymptotics = pd.read_csv(run / "results/apjn/asymptotics.csv")
     assert set(asymptotics["quantity"]) == {
         "zeta_minus",
         "zeta_plus",
         "sqrt_depth_slope",
         "stretch_exponent",
     }
-    tokens = pd.read_csv(tmp_path / "results/apjn/preln_tokens.csv")
+    tokens = pd.read_csv(run / "results/apjn/preln_tokens.csv")
     assert set(tokens["n_tokens"]) == {*tiny["theory"]["token_counts"], 9}  # 3 x 3 patches
     for log in ("theory_curves", "theory_depth"):
-        assert (tmp_path / f"results/logs/apjn/{log}.log").exists()
+        assert (run / f"results/logs/apjn/{log}.log").exists()
 
-    measured = pd.read_csv(tmp_path / "results/apjn/measured_curves.csv")
+    measured = pd.read_csv(run / "results/apjn/measured_curves.csv")
     assert set(measured["input"]) == {"equiangular", "images"}
     assert (measured["device"] == "cpu").all()
-    agreement = pd.read_csv(tmp_path / "results/apjn/agreement.csv")
+    agreement = pd.read_csv(run / "results/apjn/agreement.csv")
     assert set(agreement["region"]) == {"early", "shallow", "middle", "deep"}
     assert (agreement["gmfe"] >= 1.0).all()
     # the width scan keeps the head dimension; at the configured width it redoes A3's image
     # models (same seeds, images and weights), so it repeats their agreement rows exactly
-    scan = pd.read_csv(tmp_path / "results/apjn/width_agreement.csv")
+    scan = pd.read_csv(run / "results/apjn/width_agreement.csv")
     head_dim = tiny["model"]["width"] // tiny["model"]["heads"]
     assert set(scan["width"]) == {h * head_dim for h in tiny["width_scan"]["heads"]}
     keys = ["norm", "alpha", "input", "init_seed", "sample", "region", "direction"]
@@ -90,17 +90,18 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run):
     assert len(again) == (scan["width"] == tiny["model"]["width"]).sum() > 0
     for column in ("gmfe", "gmfe_gram"):
         np.testing.assert_allclose(again[column], again[f"{column}_a3"], rtol=1e-12)
-    training = pd.read_csv(tmp_path / "results/apjn/trainability.csv")
+    training = pd.read_csv(run / "results/apjn/trainability.csv")
     # (pre-LN + Derf at one alpha) x 2 multipliers x (2 rates at depth 2 + 1 at depth 1)
     assert len(training) == 12 and not training["diverged"].any()
 
-    again = run_snakemake(tmp_path, "--cores", "2", "--configfile", TINY)
+    workdir = copy_of_run(tiny_run, tmp_path / "run")  # the shared run stays as it was made
+    again = run_snakemake(workdir, "--cores", "2", "--configfile", TINY)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
 
-    report = run_snakemake(tmp_path, "--configfile", TINY, "--report", "report.html")
+    report = run_snakemake(workdir, "--configfile", TINY, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text(errors="replace")
+    html = (workdir / "report.html").read_text(errors="replace")
     for figure in FIGURES:
         assert figure.split("/")[-1] in html
     # one category per study; every figure labelled by what it varies (the models of Study A,

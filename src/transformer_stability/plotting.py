@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import matplotlib
@@ -12,7 +13,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 
@@ -39,6 +39,14 @@ class FigureSpec:
         return f"results/figures/{self.name}.pdf"
 
 
+def seaborn() -> ModuleType:
+    """seaborn, imported where a figure is drawn: it loads scipy.stats (about 1 s), which every
+    Snakemake invocation and job would otherwise pay for when it imports the registry."""
+    import seaborn as sns
+
+    return sns
+
+
 def set_style() -> None:
-    sns.set_theme(context="paper", style="ticks", font_scale=1.1)
+    seaborn().set_theme(context="paper", style="ticks", font_scale=1.1)
     plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})

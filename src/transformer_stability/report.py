@@ -25,6 +25,7 @@ RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
 CLAIMS = Path("results/claims.csv")
 CLAIMS_PAGE = Path("results/report/claims.html")  # workflow/report/workflow.rst includes it
+STYLE = Path("workflow/report/report.css")  # beside the Snakefile
 
 
 def record_config(config: dict[str, Any], path: str | Path = RECORD) -> None:
@@ -50,7 +51,9 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     write_html(directory / CLAIMS, directory / CLAIMS_PAGE)
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
-    return [*command, "--report", str((directory / REPORT).resolve()), "--", *figures]
+    command += ["--report", str((directory / REPORT).resolve()), "--report-stylesheet"]
+    command.append(str(snakefile.resolve().parent / STYLE))
+    return [*command, "--", *figures]
 
 
 def main() -> None:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
@@ -23,7 +22,7 @@ from transformer_stability.apjn.style import (
     variant_label,
 )
 from transformer_stability.apjn.width_fit import COMPARED
-from transformer_stability.plotting import FigureSpec, set_style
+from transformer_stability.plotting import FigureSpec, seaborn, set_style
 
 
 def _label(variant: Variant) -> str:
@@ -100,7 +99,7 @@ def _preln_panels(
         ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
         ax_pow.legend(loc="upper left", frameon=False, fontsize=8)
     counts = sorted(tokens["n_tokens"].unique())
-    palette = dict(zip(counts, sns.color_palette("viridis", len(counts)), strict=True))
+    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
     for n in counts:
         rows = tokens[tokens["n_tokens"] == n].sort_values("depth")
         x = rows["scaled_depth"]
@@ -268,6 +267,7 @@ def plot_images(curves: pd.DataFrame) -> Figure:
     """A2: per-image measured curves (dots) and the theory seeded with each image's (q, p)
     (lines), backward J^{L,b} (top) and forward from the source block (bottom)."""
     set_style()
+    sns = seaborn()
     curves = curves[curves["input"] == "images"]
     if curves.empty:
         raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
@@ -307,6 +307,7 @@ REGIONS = (EARLY, "shallow", "middle", "deep")
 def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     """A3: GMFE of measured vs theory by depth region, one dot per (sample, model)."""
     set_style()
+    sns = seaborn()
     full = agreement[agreement["gmfe_gram"].notna()].assign(input="images, full-Gram")
     table = pd.concat([agreement, full.assign(gmfe=full["gmfe_gram"])], ignore_index=True)
     table["model"] = [
@@ -600,6 +601,7 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     open: larger; diverged runs as x at the top), and the theory against the Hutchinson
     estimate of that J^{L,0} (one dot per built model)."""
     set_style()
+    sns = seaborn()
     fig = Figure(figsize=(15, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
     lrs = sorted(table["lr"].unique())
