@@ -2,9 +2,11 @@
 # Thin on purpose: config + validation + rule modules; logic lives in src/transformer_stability.
 from snakemake.utils import min_version
 
+from transformer_stability.config import check_yaml
 from transformer_stability.registry import SWEEPS
 
 min_version("9.0")
+check_yaml(f"{workflow.basedir}/config.yaml")
 
 
 configfile: f"{workflow.basedir}/config.yaml"

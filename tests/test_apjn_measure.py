@@ -29,6 +29,7 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
+from transformer_stability.apjn.train import cifar100_dataset
 
 TINY = ViTSpec(width=16, heads=2, depth=3, img_size=8, patch_size=4, attn_mult=10, mlp_mult=8)
 
@@ -278,6 +279,15 @@ def test_cifar100_is_read_from_a_local_copy(tmp_path):
     assert batch.shape == (4, 3, 48, 48)
     with pytest.raises(FileNotFoundError, match="apjn.images.cifar_root"):
         read_cifar100(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("content", [b"", b"not a pickle", pickle.dumps({b"data": [1, 2]})])
+def test_a_corrupt_cifar100_file_is_named_with_its_config_key(tmp_path, content):
+    _fake_cifar(tmp_path)
+    (tmp_path / "cifar-100-python" / "train").write_bytes(content)
+    named = r"cifar-100-python/train \(from apjn.train.data.cifar_root\)"
+    with pytest.raises(ValueError, match=named):
+        cifar100_dataset(str(tmp_path), train=2, test=2, seed=0)
 
 
 def test_bundled_images_are_reproducible_and_embed_into_block_zero():

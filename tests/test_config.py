@@ -4,8 +4,9 @@ import copy
 
 import pytest
 from conftest import ROOT, deep_merge, load_yaml
+from snakemake.exceptions import WorkflowError
 
-from transformer_stability.config import ConfigError
+from transformer_stability.config import ConfigError, check_yaml
 from transformer_stability.registry import validate as validate_config
 
 
@@ -123,3 +124,12 @@ def test_bad_values_name_the_key(schema, default_config, path, value, expected):
         validate_config(_broken(default_config, path, value), schema)
     for fragment in expected:
         assert fragment in str(info.value)
+
+
+def test_a_yaml_syntax_error_is_named_by_file_and_line(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("seed: 1\n")
+    bad.write_text("seed: 1\napjn:\n  model:\n    width: [1, 2\n  depth: 3\n")
+    check_yaml(good)
+    with pytest.raises(WorkflowError, match=r"bad\.yaml, line 5, column 8: not valid YAML"):
+        check_yaml(bad)

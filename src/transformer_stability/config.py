@@ -74,3 +74,16 @@ def validate_config(
     if messages:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     return config
+
+
+def check_yaml(path: str | Path) -> None:
+    """Stop with the file and line of a YAML syntax error: Snakemake's own loader says only that
+    a config file is "not valid JSON or YAML". (It reads `--configfile` files before the
+    Snakefile runs, so this can check only the files the Snakefile names itself.)"""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yaml.safe_load(handle)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        raise WorkflowError(f"{where}: not valid YAML: {error.problem}") from error

@@ -85,21 +85,29 @@ def bundled_images(count: int, size: int, seed: int) -> torch.Tensor:
     return normalize(np.stack(crops))
 
 
-def read_cifar100(root: str | Path, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
+def read_cifar100(
+    root: str | Path, split: str = "test", key: str = "apjn.images.cifar_root"
+) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-100 from a local copy: `root/cifar-100-python/{train,test}` (the standard python
-    pickles). Returns uint8 images (n, 32, 32, 3) and fine labels (n,)."""
+    pickles). Returns uint8 images (n, 32, 32, 3) and fine labels (n,). `key` is the config key
+    that named `root`, for the error messages."""
     path = Path(root) / "cifar-100-python" / split
     if not path.is_file():
         raise FileNotFoundError(
-            f"no CIFAR-100 at {path}: point the config key that named it "
-            "(apjn.images.cifar_root for the images, apjn.train.data.cifar_root for training) "
-            "at a folder holding cifar-100-python/ (nothing is downloaded), or use the "
-            "offline source (bundled images, textures task)"
+            f"no CIFAR-100 at {path}: point {key} at a folder holding cifar-100-python/ "
+            "(nothing is downloaded), or use the offline source (bundled images, textures task)"
         )
-    with open(path, "rb") as handle:
-        batch = pickle.load(handle, encoding="bytes")
-    images = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-    return images.transpose(0, 2, 3, 1), np.asarray(batch[b"fine_labels"], dtype=np.int64)
+    try:
+        with open(path, "rb") as handle:
+            batch = pickle.load(handle, encoding="bytes")
+        images = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        labels = np.asarray(batch[b"fine_labels"], dtype=np.int64)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"{path} (from {key}) is not a CIFAR-100 python pickle ({type(error).__name__}: "
+            f"{error}): replace it with the file of the python version of CIFAR-100"
+        ) from error
+    return images.transpose(0, 2, 3, 1), labels
 
 
 def cifar100_images(root: str | Path, count: int, size: int, seed: int) -> torch.Tensor:

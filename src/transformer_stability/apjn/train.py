@@ -91,7 +91,7 @@ def cifar100_dataset(root: str, train: int, test: int, seed: int) -> Dataset:
     rng = np.random.default_rng(seed)
     splits = []
     for split, count in (("train", train), ("test", test)):
-        images, labels = read_cifar100(root, split)
+        images, labels = read_cifar100(root, split, key="apjn.train.data.cifar_root")
         keep = rng.permutation(len(images))[: count or len(images)]
         splits += [normalize(images[keep] / 255.0).float(), torch.from_numpy(labels[keep])]
     return Dataset(*splits, classes=100)
