@@ -3,6 +3,7 @@ holds on data built to satisfy it, fails on data built to contradict it, and is 
 the preset does not measure what it needs. The tables go through their models (written and
 read back), as the claims rule reads them."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -405,3 +406,10 @@ def test_claims_on_the_tiny_run(tiny_run):
     for claim, row in rows.items():
         if claim != "N.3":
             assert row["verdict"] != NOT_RUN and row["value"], row
+
+
+def test_docs_list_every_claim_with_its_figure():
+    """docs/numerics.md's Claims table: one row per claim, in order, with the figure code."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "numerics.md").read_text()
+    rows = re.findall(r"^\| (N\.\d) \| .* \| ([^|]+) \|$", text, re.MULTILINE)
+    assert rows == [(spec.id, spec.figure) for spec in claims.CLAIMS]
