@@ -342,6 +342,15 @@ def test_stream_regimes():
     assert list(regimes) == ["embedding", "residual", "residual"]
 
 
+def test_stream_regimes_at_each_models_own_last_add():
+    deeper = errors_frame().assign(model="random-gpt2-deep")
+    deeper["checkpoint"] += 2
+    regimes = claims.stream_regimes(pd.concat([errors_frame(), deeper]))
+    assert regimes.groupby("model").regime.apply(list).to_dict() == dict.fromkeys(
+        ["random-gpt2", "random-gpt2-deep"], ["embedding", "residual", "residual"]
+    )
+
+
 def test_recursion_amplification_collapses(checked):
     finding = claims.worst_case_recursion(gpt2_tables(checked), SECTION)
     assert finding.holds

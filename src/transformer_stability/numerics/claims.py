@@ -141,7 +141,7 @@ def sink_bound(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
     rows = softmax[(softmax.sweep == "sink") & (softmax.metric == "l1_abs")]
     u = 2.0 ** -(rows.mantissa_bits.max() + 1)
     rows = rows.assign(tail_mass=1 - rows.p_max)
-    strong = rows[rows.tail_mass <= u]
+    strong = rows[(rows.tail_mass > 0) & (rows.tail_mass <= u)]  # p_max = 1: no tail, no error
     if strong.tail_mass.nunique() < 2 or strong.tail_mass.max() / strong.tail_mass.min() < 10:
         return None
     med = strong.groupby(["mode", "tail_mass"])[["measured", "bound"]].median().reset_index()
@@ -227,7 +227,10 @@ def length_free_lipschitz(tables: Tables, section: Mapping[str, Any]) -> Finding
 
 
 def _last(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table.checkpoint == table.checkpoint.max()]
+    """The rows at each model's last residual add (models differ in depth)."""
+    return table[
+        table.checkpoint == table.groupby(["weights", "model"]).checkpoint.transform("max")
+    ]
 
 
 def stream_regimes(errors: pd.DataFrame) -> pd.DataFrame:
@@ -235,6 +238,7 @@ def stream_regimes(errors: pd.DataFrame) -> pd.DataFrame:
     alpha-proportional share (its size per alpha at the largest alpha). About 1: residual-
     dominated (the stream is proportional to alpha); large: embedding-dominated."""
     stream = _last(errors[errors.metric == "stream_median_l2"])[[*GROUP, "alpha", "p50"]]
+    stream = stream.reset_index(drop=True)  # idxmax below picks rows by label
     stream = stream.assign(per_alpha=stream.p50 / stream.alpha)
     top = stream.loc[stream.groupby(GROUP).alpha.idxmax(), [*GROUP, "per_alpha"]]
     share = stream.merge(top, on=GROUP, suffixes=("", "_top"))
