@@ -398,13 +398,13 @@ stream_min_l2).
 {% set n = config["numerics"] %}
 N3. Relative error at the last residual add against alpha (log-log), one line per test format
 (median, band p25-p75): a plateau where the stream is residual-dominated, falling once it is
-embedding-dominated. bf16 rises above its plateau near alpha = 0.01 because bf16 also rounds the
-stream at every add: there the branch updates are a few ulps of the embedding-sized stream, so
-each of the 2L adds errs by about u times the stream, and these errors pile up (as the square
-root of the number of adds) on a stream that no longer grows; at large alpha the stream grows
-with depth and dilutes the earlier roundings, and at alpha = 0.001 the updates fall below half
-an ulp, so an add errs by at most the (tiny) update. The emulated m<bits> formats add in float32
-and show no bump. Data: results/numerics/gpt2_errors.csv.
+embedding-dominated. A format that also rounds the stream at every add (bf16, fp16) can rise
+above its plateau at small alpha: there the branch updates are a few ulps of the
+embedding-sized stream, so each of the 2L adds errs by about u times the stream, and these
+errors pile up (as the square root of the number of adds) on a stream that no longer grows; at
+large alpha the stream grows with depth and dilutes the earlier roundings, and at still smaller
+alpha the updates fall below half an ulp, so an add errs by at most the (tiny) update. The
+emulated m<bits> formats add in float32 and show no bump. Data: results/numerics/gpt2_errors.csv.
 """,
         labels=_gpt2_labels("N3", "output error vs residual scaling"),
     ),
