@@ -16,6 +16,7 @@ from transformer_stability.config import validate_config
 from transformer_stability.counting.pipeline import STUDY as _COUNTING
 from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
 from transformer_stability.plotting import FigureSpec
+from transformer_stability.sources import module_sources
 from transformer_stability.study import Study
 from transformer_stability.sweeps import Sweep
 from transformer_stability.tables import Table, below_results, meta
@@ -66,6 +67,13 @@ def claim_tables(config: dict[str, Any]) -> list[str]:
     on, in a stable order."""
     paths = {p for name in config["studies"] for c in STUDIES[name].claims for p in c.tables}
     return sorted(paths)
+
+
+def claim_sources(config: dict[str, Any]) -> list[str]:
+    """The package sources of the claims' tests (each claim's module and what it imports), so
+    that editing a claim's test reruns the claims rule."""
+    modules = {c.test.__module__ for name in config["studies"] for c in STUDIES[name].claims}
+    return module_sources(*sorted(modules))
 
 
 def evaluate_claims(

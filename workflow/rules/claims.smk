@@ -5,7 +5,7 @@
 rule claims:
     input:
         tables=[f"results/{path}" for path in claim_tables(config)],
-        sources=code("claims.py"),
+        sources=[*code("claims.py"), *claim_sources(config)],
     output:
         report(
             "results/claims.csv",

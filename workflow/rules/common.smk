@@ -9,6 +9,7 @@ from transformer_stability.registry import (
     FIGURES,
     STUDIES,
     SWEEPS,
+    claim_sources,
     claim_tables,
     missing_inputs,
     study_figures,
