@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements/lock.txt
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test test-fast lock lint format report dry-run clean-results
+.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results
 
 # (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
 # the lock, then this package alone. pip picks torch's build (CPU or CUDA wheel) and its CUDA
@@ -64,6 +64,10 @@ format: $(STAMP)
 # The figures that exist, for the configuration their run recorded; runs no job.
 report: $(STAMP)
 	$(BIN)/python -m transformer_stability.report
+
+# docs/results.md: the claims of the run under results/, stamped with commit, date and machine.
+results-page: $(STAMP)
+	$(BIN)/python -m transformer_stability.claims_page results/claims.csv docs/results.md
 
 dry-run: $(STAMP)
 	$(BIN)/snakemake -n

@@ -7,10 +7,13 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT, copy_of_run, load_yaml
 
+from transformer_stability.claims import NOT_RUN, claims_table
+from transformer_stability.claims_page import markdown_page, write_markdown
 from transformer_stability.report import report_command
 
 FIGURE = "apjn_theory_curves"
@@ -52,3 +55,35 @@ def test_report_needs_a_recorded_run(tmp_path):
     with pytest.raises(SystemExit, match="no .*results/config.yaml"):
         report_command(ROOT / "Snakefile", tmp_path)
     assert sys.executable  # the command is built with this interpreter
+
+
+@pytest.mark.slow
+def test_the_results_page_renders_every_claim_of_a_run(tiny_run, tmp_path):
+    claims_csv = tiny_run.workdir / "results/claims.csv"
+    page = tmp_path / "results.md"
+    write_markdown(claims_csv, page)
+    text = page.read_text()
+    claims = pd.read_csv(claims_csv)
+    rows = [line for line in text.splitlines() if re.match(r"\| [ANC]\.\d ", line)]
+    assert [row.split(" | ")[0][2:] for row in rows] == list(claims["claim"])
+    assert [row.rstrip(" |").split(" | ")[-2] for row in rows] == list(claims["verdict"])
+    assert re.search(r"\(commit \w+, \d{4}-\d\d-\d\d, .+ \(\d+ cores", text)
+    assert f"{len(claims)} claims: " in text
+
+
+def test_the_results_page_keeps_a_table_cell_per_column():
+    claims = claims_table(
+        [
+            {
+                "claim": "X.1",
+                "statement": "a | b",
+                "statistic": None,
+                "value": None,
+                "criterion": "c\nd",
+                "verdict": NOT_RUN,
+                "figure": "X1",
+            }
+        ]
+    )
+    row = markdown_page(claims, "stamp").splitlines()[-1]
+    assert row == f"| X.1 | a \\| b |  |  | c d | {NOT_RUN} | X1 |"

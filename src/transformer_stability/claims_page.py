@@ -2,7 +2,7 @@
 page (`make report`) and a Markdown page for docs/results.md (`make results-page`), both rendered
 from results/claims.csv as the run wrote it, so that no number of a run is typed by hand.
 
-    python -m transformer_stability.claims_page results/claims.csv > docs/results.md
+    python -m transformer_stability.claims_page results/claims.csv docs/results.md
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import html
 import os
 import platform
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -87,11 +86,19 @@ def write_html(claims_csv: Path, page: Path) -> None:
         tmp.write_text(text)
 
 
+def write_markdown(claims_csv: Path, page: Path) -> None:
+    """docs/results.md from a run's claims, stamped with the code, date and machine."""
+    text = markdown_page(read_table(claims_csv, Claims), stamp())
+    with atomic_path(page) as tmp:
+        tmp.write_text(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("claims", type=Path, nargs="?", default=Path("results/claims.csv"))
+    parser.add_argument("page", type=Path, nargs="?", default=Path("docs/results.md"))
     args = parser.parse_args()
-    sys.stdout.write(markdown_page(read_table(args.claims, Claims), stamp()))
+    write_markdown(args.claims, args.page)
 
 
 if __name__ == "__main__":
