@@ -65,9 +65,10 @@ format: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m transformer_stability.report
 
-# docs/results.md: the claims of the run under results/, stamped with commit, date and machine.
+# docs/results.md: the claims and CPU times of the run under results/, stamped with commit, date
+# and machine.
 results-page: $(STAMP)
-	$(BIN)/python -m transformer_stability.claims_page results/claims.csv docs/results.md
+	$(BIN)/python -m transformer_stability.claims_page results docs/results.md
 
 dry-run: $(STAMP)
 	$(BIN)/snakemake -n

@@ -13,7 +13,7 @@ import yaml
 from conftest import ROOT, copy_of_run, load_yaml
 
 from transformer_stability.claims import NOT_RUN, claims_table
-from transformer_stability.claims_page import markdown_page, write_markdown
+from transformer_stability.claims_page import cpu_times, markdown_page, write_markdown
 from transformer_stability.report import report_command
 
 FIGURE = "apjn_theory_curves"
@@ -61,7 +61,7 @@ def test_report_needs_a_recorded_run(tmp_path):
 def test_the_results_page_renders_every_claim_of_a_run(tiny_run, tmp_path):
     claims_csv = tiny_run.workdir / "results/claims.csv"
     page = tmp_path / "results.md"
-    write_markdown(claims_csv, page)
+    write_markdown(tiny_run.workdir / "results", page)
     text = page.read_text()
     claims = pd.read_csv(claims_csv)
     rows = [line for line in text.splitlines() if re.match(r"\| [ANC]\.\d ", line)]
@@ -69,6 +69,11 @@ def test_the_results_page_renders_every_claim_of_a_run(tiny_run, tmp_path):
     assert [row.rstrip(" |").split(" | ")[-2] for row in rows] == list(claims["verdict"])
     assert re.search(r"\(commit \w+, \d{4}-\d\d-\d\d, .+ \(\d+ cores", text)
     assert f"{len(claims)} claims: " in text
+    # every heavy rule's benchmark records, summed
+    times = cpu_times(tiny_run.workdir / "results/benchmarks")
+    assert set(times["folder"]) >= {"apjn/", "apjn_curves/", "numerics_gpt2/", "counting/"}
+    curves = times.set_index("folder").loc["apjn_curves/"]
+    assert curves["jobs"] == 2 and f"| `apjn_curves/` | 2 | {curves['cpu_s']:.0f} |" in text
 
 
 def test_the_results_page_keeps_a_table_cell_per_column():

@@ -1,8 +1,9 @@
 """The claims of a results tree as pages a reader opens: an HTML table for the report's landing
-page (`make report`) and a Markdown page for docs/results.md (`make results-page`), both rendered
-from results/claims.csv as the run wrote it, so that no number of a run is typed by hand.
+page (`make report`) and a Markdown page for docs/results.md (`make results-page`: the claims and
+the CPU time of the heavy rules), rendered from results/claims.csv and results/benchmarks/ as the
+run wrote them, so that no number of a run is typed by hand.
 
-    python -m transformer_stability.claims_page results/claims.csv docs/results.md
+    python -m transformer_stability.claims_page results docs/results.md
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def markdown_page(claims: pd.DataFrame, stamp: str) -> str:
     lines = [
         "# Claims of the reference run",
         "",
-        f"Rendered from `results/claims.csv` by `make results-page` ({stamp}). Do not edit: the",
-        "numbers are the run's. docs/<study>.md explains each statistic and criterion.",
+        f"Rendered from `results/` by `make results-page` ({stamp}). Do not edit: the numbers",
+        "are the run's. docs/<study>.md explains each statistic and criterion.",
         "",
         f"{len(claims)} claims: {tally}.",
         "",
@@ -86,19 +87,54 @@ def write_html(claims_csv: Path, page: Path) -> None:
         tmp.write_text(text)
 
 
-def write_markdown(claims_csv: Path, page: Path) -> None:
-    """docs/results.md from a run's claims, stamped with the code, date and machine."""
-    text = markdown_page(read_table(claims_csv, Claims), stamp())
+def cpu_times(benchmarks: Path) -> pd.DataFrame:
+    """CPU and wall seconds per folder of Snakemake benchmark records (results/benchmarks/: a
+    sweep's folder holds its chunk jobs, a study's folder its single-job rules), summed over
+    the jobs."""
+    records = [
+        pd.read_csv(path, sep="\t").assign(folder=f"{path.parent.name}/")
+        for path in sorted(benchmarks.glob("*/*.tsv"))
+    ]
+    if not records:
+        return pd.DataFrame(columns=["folder", "jobs", "cpu_s", "wall_s"])
+    table = pd.concat(records).groupby("folder")
+    return pd.DataFrame(
+        {"jobs": table.size(), "cpu_s": table["cpu_time"].sum(), "wall_s": table["s"].sum()}
+    ).reset_index()
+
+
+def markdown_times(times: pd.DataFrame) -> str:
+    """The CPU-time section of docs/results.md."""
+    lines = [
+        "## CPU time of the heavy jobs",
+        "",
+        "Summed over the jobs of each folder of `results/benchmarks/` (a sweep's folder holds its",
+        "chunk jobs, a study's folder its single-job rules). Wall seconds include waiting for a",
+        "core where jobs ran side by side.",
+        "",
+        "| benchmarks | jobs | CPU s | wall s |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in times.itertuples():
+        lines.append(f"| `{row.folder}` | {row.jobs} | {row.cpu_s:.0f} | {row.wall_s:.0f} |")
+    lines.append(f"| all | {times['jobs'].sum()} | {times['cpu_s'].sum():.0f} | |")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(results: Path, page: Path) -> None:
+    """docs/results.md from a run's results tree, stamped with the code, date and machine."""
+    claims = markdown_page(read_table(results / "claims.csv", Claims), stamp())
+    text = claims + "\n" + markdown_times(cpu_times(results / "benchmarks"))
     with atomic_path(page) as tmp:
         tmp.write_text(text)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("claims", type=Path, nargs="?", default=Path("results/claims.csv"))
+    parser.add_argument("results", type=Path, nargs="?", default=Path("results"))
     parser.add_argument("page", type=Path, nargs="?", default=Path("docs/results.md"))
     args = parser.parse_args()
-    write_markdown(args.claims, args.page)
+    write_markdown(args.results, args.page)
 
 
 if __name__ == "__main__":
