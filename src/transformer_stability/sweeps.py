@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from transformer_stability.io import write_table
 from transformer_stability.provenance import with_provenance
 from transformer_stability.tables import ITEM_COLUMN, Table
+from transformer_stability.work import Work
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,9 @@ class Sweep:
     each output of a chunk job (the keys of what `script`'s table function returns, for a chunk
     writing several tables) to the gathered table below results/ (`"apjn/measured_curves"`);
     `gpu` says whether its jobs may use the GPU (else they run on the CPU); `inputs` lists the
-    outside files its jobs read, from the study's config section.
+    outside files its jobs read, from the study's config section; `work` what one item costs
+    (cluster_plan.py turns it into the SLURM time request), None where the cost is not
+    arithmetic (the profile then states the request by hand).
     """
 
     rule: str
@@ -65,6 +68,7 @@ class Sweep:
     tables: Mapping[str, str]
     gpu: bool = True
     inputs: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda section: [])
+    work: Callable[[Any], Work] | None = None
 
     def chunk_table(self, output: str) -> str:
         """The path pattern of one chunk's table for `output` (wildcard `chunk`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.sweeps import Sweep
+from transformer_stability.work import TRAIN_FACTOR, Work
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -367,9 +368,63 @@ def end_to_end_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     return sensitivity_items(apjn, seed) + depth_items(apjn, seed)
 
 
+def _probe_work(spec: ViTSpec, passes: int, what: str) -> Work:
+    """`passes` probe passes (a Jacobian-vector product each) through the whole model."""
+    return Work(passes * TRAIN_FACTOR * spec.forward_flop, what=f"{what}, depth {spec.depth}")
+
+
+def curve_work(item: CurveItem) -> Work:
+    """Hutchinson probes of every sample through the whole model, backward and forward."""
+    probes = item.settings.probes
+    samples = item.images.count if item.images else item.settings.samples
+    what = f"2 directions x {probes} probes x {samples} samples"
+    return _probe_work(item.spec, 2 * probes * samples, what)
+
+
+def width_work(item: WidthItem) -> Work:
+    """The curve measurement of the item's model, at its width."""
+    work = curve_work(item.curve)
+    return Work(work.flop, what=f"{work.what}, width {item.curve.spec.width}")
+
+
+def end_to_end_work(item: EndToEndItem) -> Work:
+    """Forward-mode probes of every sample through the deepest depth measured."""
+    probes, samples = item.settings.probes, item.settings.samples
+    what = f"forward mode, {probes} probes x {samples} samples"
+    return _probe_work(item.spec, probes * samples, what)
+
+
+def train_work(item: TrainItem) -> Work:
+    """Every run's training steps (the init measurement and the test pass add under 1 %)."""
+    runs, steps, batch = len(item.runs), item.schedule.steps, item.schedule.batch_size
+    flop = runs * steps * batch * TRAIN_FACTOR * item.spec.forward_flop
+    what = f"{runs} run(s) x {steps} steps x batch {batch}, depth {item.spec.depth}"
+    return Work(flop, what=what)
+
+
 SWEEPS = (
-    Sweep("apjn_curves", "apjn_curves.py", curve_items, {"table": "apjn/measured_curves"}),
-    Sweep("apjn_width", "apjn_width.py", width_items, {"table": "apjn/width_agreement"}),
-    Sweep("apjn_end_to_end", "apjn_end_to_end.py", end_to_end_items, {"table": "apjn/end_to_end"}),
-    Sweep("apjn_train", "apjn_train.py", train_items, {"table": "apjn/trainability"}),
+    Sweep(
+        "apjn_curves",
+        "apjn_curves.py",
+        curve_items,
+        {"table": "apjn/measured_curves"},
+        work=curve_work,
+    ),
+    Sweep(
+        "apjn_width",
+        "apjn_width.py",
+        width_items,
+        {"table": "apjn/width_agreement"},
+        work=width_work,
+    ),
+    Sweep(
+        "apjn_end_to_end",
+        "apjn_end_to_end.py",
+        end_to_end_items,
+        {"table": "apjn/end_to_end"},
+        work=end_to_end_work,
+    ),
+    Sweep(
+        "apjn_train", "apjn_train.py", train_items, {"table": "apjn/trainability"}, work=train_work
+    ),
 )

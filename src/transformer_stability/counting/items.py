@@ -16,6 +16,7 @@ from typing import Any
 
 from transformer_stability.counting.names import READOUTS
 from transformer_stability.sweeps import Sweep
+from transformer_stability.work import TRAIN_FACTOR, Work
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,20 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
     return items
 
 
+def train_work(item: TrainItem) -> Work:
+    """One full-batch training per bisection round (probes x seeds runs) and the unconstrained
+    run (seeds runs, counted as many as a round's): sequential steps bound it. Per grid point
+    and run a forward costs about 20 d (scores of the two token kinds, softmax weights, norm)
+    plus 2 K d for a K-way read-out."""
+    rounds = (item.bisection.max_rounds if item.bisection else 0) + item.unconstrained
+    probes = item.bisection.probes if item.bisection else 1
+    points = (item.length + 1) * (item.length + 2) // 2
+    classes = item.length + 1 if item.readout == "classification" else 1
+    per_step = len(item.seeds) * probes * points * (20 + 2 * classes) * item.width
+    what = f"{rounds} trainings x {item.steps} steps, {points} grid points, {item.readout}"
+    return Work(TRAIN_FACTOR * per_step * item.steps * rounds, item.steps * rounds, what)
+
+
 def theory_items(counting: dict[str, Any], seed: int) -> list[TheoryItem]:
     """One item per theory width d, in config order."""
     theory = counting["theory"]
@@ -204,5 +219,11 @@ SWEEPS = (
         },
         gpu=False,
     ),
-    Sweep("counting_training", "counting_train.py", train_items, {"table": "counting/training"}),
+    Sweep(
+        "counting_training",
+        "counting_train.py",
+        train_items,
+        {"table": "counting/training"},
+        work=train_work,
+    ),
 )

@@ -21,6 +21,7 @@ from typing import Any
 
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.sweeps import Sweep
+from transformer_stability.work import Work, transformer_flop
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
 _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
@@ -152,6 +153,17 @@ def _text_input(numerics: dict[str, Any]) -> list[str]:
     return [text] if text is not None else []
 
 
+def group_work(item: GroupItem) -> Work:
+    """The float64 reference and every test format of the group through every block (no
+    vocabulary projection; the emulated formats' rounding is elementwise work, not counted)."""
+    layers, width, _ = item.spec.shape()
+    forwards = (1 + len(item.precisions)) * item.inputs.sequences
+    per_sequence = transformer_flop(layers, width, item.inputs.seq_len)
+    what = f"{1 + len(item.precisions)} forwards x {item.inputs.sequences} sequences"
+    tokens = f"{item.inputs.seq_len} tokens"
+    return Work(forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}")
+
+
 SWEEPS = (
     Sweep(
         "numerics_gpt2",
@@ -159,6 +171,7 @@ SWEEPS = (
         group_items,
         {"errors": "numerics/gpt2_errors", "recursion": "numerics/gpt2_recursion"},
         inputs=_text_input,
+        work=group_work,
     ),
     # a few norms of the weights: on the CPU
     Sweep(

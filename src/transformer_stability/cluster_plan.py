@@ -1,0 +1,160 @@
+"""The cluster plan: the SLURM time request of every sweep that declares its work (`Sweep.work`),
+from the largest item of the sweep at the paper preset, at a stated sustained rate and margin.
+The arithmetic is shown once, in docs/cluster.md; the profile's `runtime:` lines follow it:
+
+    python -m transformer_stability.cluster_plan --write   # rewrite both
+    python -m transformer_stability.cluster_plan           # print the table
+
+tests/test_cluster.py checks that both files are current and that no planned job is over the
+limit (a sweep whose items would be is split into more, smaller items by its config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from snakemake.utils import update_config
+
+from transformer_stability.registry import SWEEPS, sweep_study, validate
+from transformer_stability.work import Work
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
+DOCS = ROOT / "docs" / "cluster.md"
+PRESET = ("config.yaml", "config/paper.yaml")
+
+FLOP_PER_SECOND = 10e12
+"""Sustained rate of one GPU job: a sixth of an H100/H200's fp32 or fp64 peak, about half of an
+A100's fp32 peak, for models whose matrices are small next to an LLM's."""
+SECONDS_PER_STEP = 2e-3
+"""Floor of one optimizer step of a small batched program: tens of kernel launches and Python."""
+STARTUP_SECONDS = 300
+"""Every job's start: Python, torch and CUDA, building the model, reading the data."""
+MARGIN = 1.5
+GRANULE_MIN = 10
+"""Requests are rounded up to whole multiples of this many minutes."""
+LIMIT_MIN = 120
+"""No planned job may ask for more: a sweep whose items would is split into smaller items."""
+
+_BEGIN = "<!-- cluster plan: written by `python -m transformer_stability.cluster_plan --write` -->"
+_END = "<!-- end of the cluster plan -->"
+
+
+def estimate_seconds(work: Work) -> float:
+    """One job's estimate: start-up, arithmetic at the sustained rate, sequential steps."""
+    return STARTUP_SECONDS + work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    """One sweep's jobs at the preset: how many, the largest item's id and work, the request."""
+
+    rule: str
+    jobs: int
+    largest: str
+    work: Work
+
+    @property
+    def seconds(self) -> float:
+        return estimate_seconds(self.work)
+
+    @property
+    def minutes(self) -> int:
+        """The request: the estimate times the margin, rounded up to whole granules."""
+        return math.ceil(self.seconds * MARGIN / 60 / GRANULE_MIN) * GRANULE_MIN
+
+
+def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
+    """The configuration of `files` merged in order, as Snakemake merges --configfile over the
+    Snakefile's, with the schema's defaults filled in."""
+    config: dict[str, Any] = {}
+    for name in files:
+        update_config(config, yaml.safe_load((ROOT / name).read_text()))
+    return validate(config, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def plan(config: dict[str, Any]) -> list[RulePlan]:
+    """Every sweep with a declared work, of the studies the config runs, in registry order; one
+    job per item (the cluster profile's set-scatter)."""
+    plans = []
+    for sweep in SWEEPS.values():
+        study = sweep_study(sweep).name
+        if sweep.work is None or study not in config["studies"]:
+            continue
+        items = sweep.items(config[study], config["seed"])
+        works = {item.id: sweep.work(item) for item in items}
+        largest = max(works, key=lambda item: estimate_seconds(works[item]))
+        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest]))
+    return plans
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def table(plans: list[RulePlan]) -> str:
+    """The plan as a markdown table, with the rate and margin it assumes."""
+    lines = [
+        f"Each request is {STARTUP_SECONDS / 60:g} minutes of start-up plus the largest item's "
+        f"work at {FLOP_PER_SECOND / 1e12:g} TFLOP/s and {SECONDS_PER_STEP * 1e3:g} ms per "
+        f"sequential step, times {MARGIN:g}, rounded up to {GRANULE_MIN} minutes; none may "
+        f"exceed {LIMIT_MIN} minutes.",
+        "",
+        "| rule | jobs | largest item | its work | FLOP | estimate | requested |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in plans:
+        steps = f" + {p.work.steps} steps" if p.work.steps else ""
+        over = " (over the limit: to be split)" if p.minutes > LIMIT_MIN else ""
+        lines.append(
+            f"| `{p.rule}` | {p.jobs} | `{p.largest}` | {p.work.what} | "
+            f"{p.work.flop:.2g}{steps} | {_minutes(p.seconds)} | {p.minutes} min{over} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def with_table(docs: str, rendered: str) -> str:
+    """`docs` with the text between the plan's markers replaced by `rendered`."""
+    pattern = re.compile(f"{re.escape(_BEGIN)}\n.*?{re.escape(_END)}", re.DOTALL)
+    if not pattern.search(docs):
+        raise ValueError(f"{DOCS} has no cluster plan markers")
+    return pattern.sub(lambda _: f"{_BEGIN}\n{rendered}{_END}", docs)
+
+
+def with_runtimes(profile: str, plans: list[RulePlan]) -> str:
+    """The profile's text with each planned rule's `runtime:` under set-resources set to its
+    request (comments and layout kept); fails on a planned rule the profile does not list."""
+    wanted = {p.rule: p.minutes for p in plans}
+    lines, rule, done = profile.splitlines(keepends=True), None, set()
+    for k, line in enumerate(lines):
+        if header := re.match(r"^  (\w+):", line):
+            rule = header.group(1)
+        elif rule in wanted and (old := re.match(r"^(    runtime: )\d+", line)):
+            lines[k] = f"{old.group(1)}{wanted[rule]}{line[old.end() :]}"
+            done.add(rule)
+    if missing := set(wanted) - done:
+        raise ValueError(f"profiles/slurm sets no runtime for {sorted(missing)}")
+    return "".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="rewrite docs and profile")
+    args = parser.parse_args()
+    plans = plan(preset_config())
+    rendered = table(plans)
+    if not args.write:
+        print(rendered, end="")
+        return
+    DOCS.write_text(with_table(DOCS.read_text(), rendered))
+    PROFILE.write_text(with_runtimes(PROFILE.read_text(), plans))
+
+
+if __name__ == "__main__":
+    main()
