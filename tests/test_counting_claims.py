@@ -3,11 +3,13 @@ contradict it, and that lack what it needs; and on the tiny run's tables."""
 
 import functools
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT
 
 from transformer_stability.claims import NOT_RUN, VERDICTS, claim_rows
 from transformer_stability.counting import claims as C
@@ -256,6 +258,13 @@ def test_the_registry_evaluates_study_c_in_order():
     assert set(ours["verdict"]) == {"holds"} and set(ours["figure"]) <= {
         f"C{k}" for k in range(1, 8)
     }
+
+
+def test_the_docs_list_every_claim_and_the_fit_minimum():
+    text = (ROOT / "docs" / "counting.md").read_text()
+    section = text.split("## Claims\n", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^- \*\*(C\.\d)\*\*", section, re.MULTILINE) == [s.id for s in C.CLAIMS]
+    assert f"`MIN_FIT_POINTS` = {C.MIN_FIT_POINTS}" in section
 
 
 @pytest.mark.slow
