@@ -280,10 +280,10 @@ def classification_is_bounded(tables: Tables, section: Mapping[str, Any]) -> Fin
     return Finding(
         statistic="largest classification norm over L relative to the shortest L; head storage; "
         "float64 relative margin's log-log slope",
-        value=f"norm grows x{max(growth.values()):.3g} over L = {_span(lengths)} in "
-        f"{len(curves)} placements (no-norm regression x{_g(regression.max() / regression.iloc[0])}"
-        f"); {ratio:.3g}x the regression read-out's trainable numbers at L = {longest}; margin "
-        f"slope {min(slopes):.2f} to {max(slopes):.2f}",
+        value=f"largest norm {max(growth.values()):.3g}x the one at L = {min(lengths)} over "
+        f"L = {_span(lengths)} in {len(curves)} placements (no-norm regression "
+        f"{_g(regression.max() / regression.iloc[0])}x); {ratio:.3g}x the regression read-out's "
+        f"trainable numbers at L = {longest}; margin slope {min(slopes):.2f} to {max(slopes):.2f}",
         holds=bounded and stored and max(slopes) < 0,
     )
 
