@@ -5,7 +5,6 @@ import functools
 import math
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -276,14 +275,12 @@ def test_claims_of_the_tiny_run(tiny_run):
     config = yaml.safe_load((results / "config.yaml").read_text())
     paths = {path for spec in C.CLAIMS for path in spec.tables}
     tables = {p: read_table(results / p, table_model(results / p), config) for p in paths}
-    rows = pd.DataFrame(claim_rows(C.CLAIMS, tables, config["counting"]))
-    assert set(rows["verdict"]) <= set(VERDICTS)
-    unrun = set(rows.loc[rows["verdict"] == NOT_RUN, "claim"])
-    assert unrun == {"C.3", "C.4", "C.6"}
-    assert rows.loc[~rows["claim"].isin(unrun), "value"].notna().all()
+    rows = claim_rows(C.CLAIMS, tables, config["counting"])
+    assert {row["verdict"] for row in rows} <= set(VERDICTS)
+    assert {row["claim"] for row in rows if row["verdict"] == NOT_RUN} == {"C.3", "C.4", "C.6"}
+    assert all(row["value"] for row in rows if row["verdict"] != NOT_RUN)
     written = pd.read_csv(results / "claims.csv").set_index("claim")
-    for row in rows.itertuples():
-        assert written.loc[row.claim, "verdict"] == row.verdict
-        value = written.loc[row.claim, "value"]
-        assert (value if isinstance(value, str) else None) == row.value
-    assert np.all(written.loc[rows["claim"], "figure"].to_numpy() == rows["figure"].to_numpy())
+    for row in rows:
+        line = written.loc[row["claim"]]
+        assert (line["verdict"], line["figure"]) == (row["verdict"], row["figure"])
+        assert (line["value"] if isinstance(line["value"], str) else None) == row["value"]
