@@ -12,6 +12,7 @@ from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.theory import (
+    error_exponent,
     fitted_exponent,
     lower_bound,
     minimal_gain,
@@ -79,6 +80,14 @@ def test_postnorm_bounds_follow_the_spec_constants():
     assert lower_bound("post_learned", length, d) == pytest.approx(
         length**0.75 / (2**1.25 * (d - 1) ** 0.25), rel=0.03
     )
+
+
+@pytest.mark.parametrize("placement", ["none", "post_bare", "post_learned"])
+def test_lower_bound_diverges_as_the_allowed_error_vanishes_at_the_predicted_rate(placement):
+    """B(e) ~ e^-k at fixed L: the local exponent between e = 0.05 and 0.025 at L = 64."""
+    low, high = (lower_bound(placement, 64, 8, error) for error in (0.05, 0.025))
+    local = math.log(high / low) / math.log(2)
+    assert local == pytest.approx(error_exponent(placement), rel=0.03)
 
 
 def test_fitted_exponent_recovers_a_power_law_and_skips_inf():

@@ -617,7 +617,7 @@ results/counting/bmin_theory.csv.
         plot=plot_training,
         caption="""\
 C3. Unconstrained full-batch training (Adam, cosine decay, count-balanced weights, a step
-size that does not depend on L; regression minimises an annealed p-mean of |y - c|,
+size that does not depend on L; regression minimises an annealed p-mean of \\|y - c\\|,
 classification a cross-entropy; {{ config["counting"]["training"]["regression"]["steps"] }}
 steps for regression, {{ config["counting"]["training"]["classification"]["steps"] }} for
 classification, {{ config["counting"]["training"]["dtype"] }}) of the
@@ -642,7 +642,7 @@ results/counting/training.csv (rows with B = inf).
         caption="""\
 C4. Norm-constrained training: after every Adam step each trainable vector is rescaled to norm
 at most B (steps of lr x B; {{ config["counting"]["training"]["dtype"] }}; regression
-minimises a p-mean of |y - c| with p rising from
+minimises a p-mean of \\|y - c\\| with p rising from
 {{ config["counting"]["training"]["regression"]["p_start"] }} to
 {{ config["counting"]["training"]["regression"]["p_end"] }}). B_min of each (L, seed) is
 bisected: the regression bracket runs from the theory's lower bound (dashed; below it no
@@ -657,7 +657,7 @@ batched training per round, until the bracket is within
 probe (filled: exact on the whole grid; open: not; red x: diverged, a failure of the optimiser),
 the trained B_min (smallest exact B over seeds; bar down to the largest B known to fail) with
 its fitted exponent, and the upper bracket (dotted); a triangle at the upper bracket marks a
-length where training failed even there. Right: the largest |y - c| of every regression run
+length where training failed even there. Right: the largest \\|y - c\\| of every regression run
 against B over the lower bound; exact below 1/2. Data: results/counting/training.csv,
 results/counting/empirical_bmin.csv, results/counting/rates.csv.
 """,
@@ -718,16 +718,17 @@ results/counting/precision.csv.
         caption="""\
 C7. Softmax regression never counts exactly with finite parameters: at L = {{
 config["counting"]["residual"]["length"] }} (d = {{ config["counting"]["theory"]["widths"][0]
-}}), the smallest norm bound B that keeps max |y - c| over the whole grid within a target error,
-for the no-norm, bare post-norm and learned post-norm models. Dashed: the reduced problem's
-lower bound (on the m = 0 line; no parameters with a smaller B do better); solid: constructions
-verified on the whole grid (their measured error). The error crosses 1/2 at B_min and keeps
-falling, but only as a power of B (the lower bounds' B grows as the error^(-1/2), or
-error^(-1/4) with a learned gain), so it reaches 0 only as B -> infinity: the read-out sees c
-only through a strictly nonlinear function (the saturation alpha c / (1 + alpha c) without a
-norm, the cosine of a direction moving along a line with post-norm). Crosses: the
-trained learned-post-norm runs at this L (C4's bisection). Triangle: linear attention's
-construction, exact (error 0 up to float64 rounding) at B = sqrt(2) at every L. Data:
+}}), the smallest norm bound B that keeps max \\|y - c\\| over the whole grid within a target
+error, for the no-norm, bare post-norm and learned post-norm models. Dashed: the reduced
+problem's lower bound (on the m = 0 line; no parameters with a smaller B do better); solid:
+constructions verified on the whole grid (their measured error). The error crosses 1/2 at B_min
+and keeps falling, but only as a power of B (as the error vanishes, the lower bounds' B grows as
+the error^(-1/2), or error^(-1/4) with a learned gain), so it reaches 0 only as B -> infinity:
+the read-out sees c only through a strictly nonlinear function (the saturation
+alpha c / (1 + alpha c) without a norm, the cosine of a direction moving along a line with
+post-norm). Crosses: the trained learned-post-norm runs at this L (C4's bisection). Triangle:
+linear attention's construction, exact (error 0 up to float64 rounding) at a norm B that does
+not depend on L (its value is in the data). Data:
 results/counting/residual.csv, results/counting/training.csv.
 """,
         labels=_labels("C7", "best error vs B", "none, post (bare and learned)"),

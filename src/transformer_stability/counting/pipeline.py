@@ -2,6 +2,7 @@
 (docs/counting.md)."""
 
 from transformer_stability.counting import checks, tables
+from transformer_stability.counting.claims import CLAIMS
 from transformer_stability.counting.figures import FIGURES
 from transformer_stability.counting.items import SWEEPS
 from transformer_stability.study import Study
@@ -14,4 +15,5 @@ STUDY = Study(
     tables=tables.TABLES,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
+    claims=CLAIMS,
 )

@@ -259,6 +259,14 @@ def predicted_exponent(placement: str, readout: str) -> float:
     )
 
 
+def error_exponent(placement: str) -> float:
+    """Theory's exponent k of the lower bound B(e) ~ e^-k as the allowed error e -> 0 at a fixed
+    L (softmax regression): the read-out gain grows as 1/sqrt(e) (no norm: D ~ L^2 / e and
+    B ~ sqrt(D); bare post-norm: B ~ K ~ L^{3/2} / sqrt(e)), and a learned gain shares it
+    (B ~ sqrt(K)). NaN where C7 draws no curve (pre-norm)."""
+    return {"none": 0.5, "post_bare": 0.5, "post_learned": 0.25}.get(placement, math.nan)
+
+
 def fit_window(lengths: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
     """The lengths an exponent fit uses: the last `points` with a finite positive value."""
     keep = np.isfinite(values) & (np.asarray(values, float) > 0)
