@@ -34,6 +34,9 @@ WINDOW = 0.10
 best loss over rates."""
 LAW_WINDOW = 10
 """The depth laws are told apart over the deepest factor LAW_WINDOW of the theory's depths."""
+MEASURED_SPAN = 4
+"""A.2 compares measured and theoretical exponents over the deepest factor MEASURED_SPAN of the
+measured depths."""
 MIN_POINTS = 5
 """The fewest depths a fit of a depth law takes."""
 MIN_RATES = 3
@@ -103,12 +106,12 @@ def permsym_recursions(tables: Tables, section: Mapping[str, Any]) -> Finding | 
 
 
 def _measured_exponent(end_to_end: pd.DataFrame) -> tuple[float, float] | None:
-    """Pre-LN's d ln J / d ln L fitted over the deepest half of the measured depths: measured
-    (mean over initializations) and the recursion seeded by each input; None below
-    MIN_POINTS depths."""
+    """Pre-LN's d ln J / d ln L fitted over the deepest factor MEASURED_SPAN of the measured
+    depths: measured (mean over initializations) and the recursion seeded by each input; None
+    below MIN_POINTS depths."""
     rows = end_to_end[(end_to_end["sweep"] == "depth") & (end_to_end["norm"] == "ln")]
     means = _means(rows, ["depth"], ["apjn", "apjn_theory"])
-    deep = means[means["depth"] >= means["depth"].max() / 2]
+    deep = means[means["depth"] >= means["depth"].max() / MEASURED_SPAN]
     if len(deep) < MIN_POINTS:
         return None
     x = np.log(deep["depth"].to_numpy(float))
@@ -132,7 +135,8 @@ def attention_exponent(tables: Tables, section: Mapping[str, Any]) -> Finding | 
     return Finding(
         statistic="slope of ln J^{L,0} against ln L of the recursion over its window L << N^3, "
         "per token count N, against ζ₋ = m/(m + 2a) and the attention-free 1; pre-LN's slope "
-        "measured over the deepest half of the measured depths against the recursion's",
+        f"measured over the deepest factor {MEASURED_SPAN} of the measured depths against the "
+        "recursion's",
         value=f"recursion {per_n}; ζ₋ = {_g(zeta)}, without attention 1; measured "
         f"{_g(measured[0])} vs recursion {_g(measured[1])}",
         holds=bool(nearer.all() and abs(measured[0] - measured[1]) <= SLOPE_GAP),
