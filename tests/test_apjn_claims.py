@@ -126,8 +126,11 @@ def a2(fitted, exponent=0.7, theory_exponent=0.7, depths=range(1, 17)):
 
 
 def test_a2_holds_when_the_exponent_follows_the_attention_law():
-    finding = a2((0.7, 0.75, 0.8))
+    finding = a2((0.7, 0.8, np.nan))
     assert finding.holds
+    assert "0.7 (N = 4), 0.8 (N = 16) (no window within the theory depth for N = 64)" in (
+        finding.value
+    )
     assert "ζ₋ = 0.667" in finding.value and "measured 0.7 vs recursion 0.7" in finding.value
 
 

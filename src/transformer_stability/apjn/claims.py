@@ -122,8 +122,9 @@ def attention_exponent(tables: Tables, section: Mapping[str, Any]) -> Finding | 
     """Pre-LN's exponent of J^{L,0} ~ L^zeta fitted on the recursion for L << N^3 against
     zeta_- = m/(m + 2a) (with attention) and 1 (without), for every token count N; and the
     exponent measured in the built ViTs against the recursion's over the same depths."""
-    fits = tables[ASYMPTOTICS]
-    fits = fits[(fits["quantity"] == "zeta_minus") & fits["fitted"].notna()]
+    zeta_minus = tables[ASYMPTOTICS].query("quantity == 'zeta_minus'")
+    fits = zeta_minus[zeta_minus["fitted"].notna()]
+    unreached = ", ".join(str(n) for n in zeta_minus.loc[zeta_minus["fitted"].isna(), "n_tokens"])
     measured = _measured_exponent(tables[END_TO_END])
     if fits.empty or measured is None:
         return None
@@ -132,6 +133,7 @@ def attention_exponent(tables: Tables, section: Mapping[str, Any]) -> Finding | 
         f"{_g(f)} (N = {n})" for n, f in zip(fits["n_tokens"], fits["fitted"], strict=True)
     )
     zeta = fits["predicted"].iloc[0]
+    per_n += f" (no window within the theory depth for N = {unreached})" if unreached else ""
     return Finding(
         statistic="slope of ln J^{L,0} against ln L of the recursion over its window L << N^3, "
         "per token count N, against ζ₋ = m/(m + 2a) and the attention-free 1; pre-LN's slope "
