@@ -17,7 +17,7 @@ def render(caption: str, config: dict) -> str:
     every message down to level 1 (info) written into the page."""
     text = Template(caption, undefined=StrictUndefined).render(config=config).strip()
     settings = {"report_level": 1, "warning_stream": False}
-    return docutils.core.publish_parts(text, writer_name="html", settings_overrides=settings)[
+    return docutils.core.publish_parts(text, writer="html", settings_overrides=settings)[
         "html_body"
     ]
 
