@@ -270,13 +270,18 @@ def sensitivity_rows(derf_power: float) -> list[dict]:
     ]  # fmt: skip
 
 
-def train_rows(derf_losses: tuple[float, ...], rates=(1e-3, 3e-3, 1e-2)) -> list[dict]:
-    """Final losses per rate at depth 4 (pre-LN flat over rates, Derf `derf_losses`) and one
-    shallower run; at init multiplier 4 Derf's first seed diverges at the largest rate."""
+def train_rows(
+    derf_losses: tuple[float, ...], derf_rise: float = 0.5, rates=(1e-3, 3e-3, 1e-2),
+    mults=(1.0, 4.0),
+) -> list[dict]:  # fmt: skip
+    """Final losses per rate at depth 4 (pre-LN flat over rates, Derf `derf_losses`, raised by
+    `derf_rise` at the larger init multiplier) and one shallower run; at init multiplier 4
+    Derf's first seed diverges at the largest rate."""
     rows = []
-    for (norm, alpha), mult, seed in [(v, m, s) for v in VARIANTS for m in (1.0, 4.0)
+    for (norm, alpha), mult, seed in [(v, m, s) for v in VARIANTS for m in mults
                                       for s in (0, 1)]:  # fmt: skip
-        losses = (1.0, 1.0, 1.05) if norm == "ln" else derf_losses
+        rise = derf_rise if mult > 1 else 0.0
+        losses = (1.0, 1.0, 1.05) if norm == "ln" else [x + rise for x in derf_losses]
         for depth, lr, loss in [(4, r, x) for r, x in zip(rates, losses, strict=False)] + [
             (2, 3e-3, 1.0)
         ]:
@@ -291,38 +296,43 @@ def train_rows(derf_losses: tuple[float, ...], rates=(1e-3, 3e-3, 1e-2)) -> list
     return rows
 
 
-def a5(derf_power: float, derf_losses: tuple[float, ...], rates=(1e-3, 3e-3, 1e-2)):
+def a5(derf_power: float, derf_losses: tuple[float, ...], **train):
     tables = {
         claims.END_TO_END: table(EndToEnd, sensitivity_rows(derf_power)),
-        claims.TRAINABILITY: table(Trainability, train_rows(derf_losses, rates)),
+        claims.TRAINABILITY: table(Trainability, train_rows(derf_losses, **train)),
     }
     return claims.init_and_tuning(tables, {})
 
 
 def test_rate_window_counts_rates_near_the_best_and_a_diverged_seed_as_lost():
-    windows = claims.rate_windows(pd.DataFrame(train_rows((1.0, 1.05, 1.0))))
+    windows = claims.rate_windows(pd.DataFrame(train_rows((1.0, 1.05, 1.0), derf_rise=0.0)))
     derf = windows[windows["norm"] == "derf"].set_index("attn_mult")["window"]
     assert derf.to_dict() == {1.0: 1.0, 4.0: pytest.approx(2 / 3)}
     assert (windows.loc[windows["norm"] == "ln", "window"] == 1.0).all()
 
 
-def test_a5_holds_when_derf_spreads_more_and_its_rate_window_is_narrower():
+def test_a5_holds_when_derf_spreads_more_degrades_more_and_its_rate_window_is_narrower():
     finding = a5(derf_power=4.0, derf_losses=(0.9, 1.5, 2.0))
     assert finding.holds
     assert "attn_mult derf ×256 (theory ×256)" in finding.value
+    assert "mult 4: pre-LN 1 (1), Derf/DyT 1.4 (0.333)" in finding.value
     assert "diverged runs 1 of" in finding.value and "issue 20" in finding.statistic
 
 
 @pytest.mark.parametrize(
-    "derf_power, derf_losses", [(0.5, (0.9, 1.5, 2.0)), (4.0, (1.0, 1.0, 1.05))],
-    ids=["smaller spread", "as wide a window"],
+    "derf_power, derf_losses, derf_rise",
+    [(0.5, (0.9, 1.5, 2.0), 0.5), (4.0, (1.0, 1.0, 1.05), 0.5), (4.0, (0.9, 1.5, 2.0), 0.0)],
+    ids=["smaller spread", "as wide a window", "no rise with the multiplier"],
 )  # fmt: skip
-def test_a5_fails_on_a_smaller_spread_or_an_equal_window(derf_power, derf_losses):
-    assert not a5(derf_power, derf_losses).holds
+def test_a5_fails_on_a_smaller_spread_an_equal_window_or_no_rise(
+    derf_power, derf_losses, derf_rise
+):
+    assert not a5(derf_power, derf_losses, derf_rise=derf_rise).holds
 
 
-def test_a5_not_run_with_fewer_than_three_rates():
+def test_a5_not_run_with_fewer_than_three_rates_or_one_multiplier():
     assert a5(4.0, (0.9, 1.5), rates=(1e-3, 3e-3)) is None
+    assert a5(4.0, (0.9, 1.5, 2.0), mults=(1.0,)) is None
 
 
 # --- on a finished tiny run ----------------------------------------------------------------
