@@ -187,8 +187,9 @@ def test_a3_fails_on_a_large_or_width_independent_mismatch(gmfe_gram, slope):
     assert not a3(gmfe_gram, slope).holds
 
 
-def test_a3_not_run_without_image_rows():
+def test_a3_not_run_without_image_rows_or_a_width_slope():
     assert a3(1.03, -0.7, input_kind="equiangular") is None
+    assert a3(1.03, np.nan) is None
 
 
 # --- A.4 -----------------------------------------------------------------------------------
