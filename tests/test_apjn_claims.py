@@ -18,6 +18,7 @@ from transformer_stability.apjn.tables import (
     MeasuredCurves,
     TheoryDepth,
     Trainability,
+    WidthExcess,
     WidthSlopes,
 )
 from transformer_stability.claims import HOLDS, NOT_RUN, VERDICTS, Claims
@@ -168,9 +169,21 @@ def slope_rows(slope: float) -> list[dict]:
     ]  # fmt: skip
 
 
+def excess_rows() -> list[dict]:
+    """GMFE - 1 halving with each doubling of the width from 0.08 at width 32."""
+    return [
+        {"norm": norm, "alpha": alpha, "direction": direction, "region": "compared",
+         "closure": closure, "width": width, "excess_mean": 2.56 / width,
+         "excess_min": 1.28 / width, "excess_max": 5.12 / width}
+        for norm, alpha in VARIANTS for direction in ("backward", "forward")
+        for closure in ("gram", "qp") for width in (32, 64, 128)
+    ]  # fmt: skip
+
+
 def a3(gmfe_gram: float, slope: float, input_kind: str = "images"):
     tables = {
         claims.AGREEMENT: table(Agreement, agreement_rows(gmfe_gram, input_kind)),
+        claims.WIDTH_EXCESS: table(WidthExcess, excess_rows()),
         claims.WIDTH_SLOPES: table(WidthSlopes, slope_rows(slope)),
     }
     return claims.image_agreement(tables, {})
@@ -179,7 +192,7 @@ def a3(gmfe_gram: float, slope: float, input_kind: str = "images"):
 def test_a3_holds_when_the_image_curves_agree_and_the_mismatch_falls_with_width():
     finding = a3(1.03, -0.7)
     assert finding.holds
-    assert "(q, p) worst 1.08" in finding.value
+    assert "(q, p) worst 1.08" in finding.value and "full-Gram at d = 128: 1.02 (" in finding.value
 
 
 @pytest.mark.parametrize("gmfe_gram, slope", [(1.08, -0.7), (1.03, 0.05)])
