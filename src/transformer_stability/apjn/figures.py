@@ -777,16 +777,16 @@ repeats the image comparison with the full-Gram closure (pre-LN and Derf). The d
         caption="""\
 A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
 {{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN. Its (J, K)
-recursion, linearised at token correlation 1, has two power laws, zeta_- = m/(m + 2a) and
-zeta_+ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on zeta_+, so for
-L much below the crossover (about N^3 blocks) J grows as L^zeta_-: the paper's power law. The
-legend gives the exponent fitted one decade below the depth where zeta_+ carries 10 % of J, the
-same fit of the two-mode closed form, and zeta_-. Bottom left: pre-LN's local exponent against
+recursion, linearised at token correlation 1, has two power laws, ζ₋ = m/(m + 2a) and
+ζ₊ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on ζ₊, so for
+L much below the crossover (about N^3 blocks) J grows as L^ζ₋: the paper's power law. The
+legend gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the
+same fit of the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against
 L / N^3 for N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens (solid:
 recursion from q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }},
 to {{ config["apjn"]["theory"]["token_max_depth"] }} blocks; dashed: two-mode closed form, exact
-when p0 = q0; dotted: zeta_- (grey), each N's zeta_+ and crossover). The recursion approaches
-the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - zeta_-)). Middle:
+when p0 = q0; dotted: ζ₋ (grey), each N's ζ₊ and crossover). The recursion approaches
+the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - ζ₋)). Middle:
 ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential, subcritical
 growth) whose slope is proportional to alpha (dashed: closed-form slope), and its local slope.
 Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
@@ -808,8 +808,8 @@ A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} 
 permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
 the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
 Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
-the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). The
-normalization-free models' APJN rises steeply with alpha_0 and with the init scale. Data:
+the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Claim A.5
+of results/claims.csv compares the spread over the multipliers of Derf with pre-LN's. Data:
 results/apjn/end_to_end.csv (sweeps alpha, attn_mult, mlp_mult).
 """,
         labels=_labels(

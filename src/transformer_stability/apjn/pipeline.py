@@ -1,6 +1,7 @@
 """Study A as the pipeline sees it: signal propagation at initialization (docs/apjn.md)."""
 
 from transformer_stability.apjn import checks, tables
+from transformer_stability.apjn.claims import CLAIMS
 from transformer_stability.apjn.figures import FIGURES
 from transformer_stability.apjn.items import SWEEPS
 from transformer_stability.study import Study
@@ -13,4 +14,5 @@ STUDY = Study(
     tables=tables.TABLES,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
+    claims=CLAIMS,
 )

@@ -1,0 +1,400 @@
+"""Study A's claims (issue 19): each sentence-level claim of the abstract, tested on the run's
+tables by a statistic whose criterion the data could fail. The rows of results/claims.csv;
+docs/apjn.md ("Claims") states the same statistics and criteria in words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from transformer_stability.apjn.agreement import REGIONS, gmfe
+from transformer_stability.apjn.names import NormName
+from transformer_stability.apjn.style import variant_label
+from transformer_stability.claims import ClaimSpec, Finding, Tables
+
+CURVES = "apjn/measured_curves.csv"
+AGREEMENT = "apjn/agreement.csv"
+WIDTH_EXCESS = "apjn/width_excess.csv"
+WIDTH_SLOPES = "apjn/width_slopes.csv"
+ASYMPTOTICS = "apjn/asymptotics.csv"
+DEPTH = "apjn/theory_depth.csv"
+END_TO_END = "apjn/end_to_end.csv"
+TRAINABILITY = "apjn/trainability.csv"
+
+AGREES = 1.05
+"""The GMFE at which a measured curve agrees with the theory (the line A3 and A9 draw)."""
+CORRELATION_GAP = 0.05
+"""The largest gap between measured and theoretical token correlation p/q that agrees."""
+SLOPE_GAP = 0.05
+"""The largest gap between measured and theoretical depth exponents that agrees."""
+WINDOW = 0.10
+"""A learning rate is inside the tuning window when its loss is within this fraction of the
+best loss over rates."""
+LAW_WINDOW = 10
+"""The depth laws are told apart over the deepest factor LAW_WINDOW of the theory's depths."""
+MEASURED_SPAN = 4
+"""A.2 compares measured and theoretical exponents over the deepest factor MEASURED_SPAN of the
+measured depths."""
+MIN_POINTS = 5
+"""The fewest depths a fit of a depth law takes."""
+MIN_RATES = 3
+"""The fewest learning rates from which a tuning window is worth reading."""
+
+
+def _g(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _label(norm: NormName, alpha: float) -> str:
+    return variant_label(norm, None if pd.isna(alpha) else float(alpha))
+
+
+def _means(rows: pd.DataFrame, by: list[str], columns: list[str]) -> pd.DataFrame:
+    """The mean of `columns` over initializations and samples, per value of `by`."""
+    return rows.groupby(by, dropna=False)[columns].mean().reset_index()
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# --- A.1: the recursions on permutation-symmetric input ------------------------------------
+
+
+def _worst(values: pd.Series) -> str:
+    """'1.02 (Derf α=1.5, backward)': the largest value and where it is."""
+    key = values.idxmax()
+    return f"{_g(values.max())} ({', '.join(str(k) for k in np.atleast_1d(key))})"
+
+
+def _labelled(means: pd.DataFrame) -> pd.DataFrame:
+    labels = [_label(n, a) for n, a in zip(means["norm"], means["alpha"], strict=True)]
+    return means.assign(model=labels)
+
+
+def permsym_recursions(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """GMFE of the averaged APJN curves (per variant and direction) and of the averaged q, and
+    the gap in p/q, on the permutation-symmetric input, source block left out."""
+    curves = tables[CURVES]
+    curves = curves[
+        (curves["input"] == "equiangular") & (curves["block"] != curves["source_block"])
+    ]
+    if curves.empty:
+        return None
+    columns = ["apjn", "apjn_theory", "q", "q_theory", "p", "p_theory"]
+    means = _labelled(_means(curves, ["norm", "alpha", "direction", "block"], columns))
+    apjn = means.groupby(["model", "direction"]).apply(
+        lambda m: gmfe(m["apjn"].to_numpy(), m["apjn_theory"].to_numpy())
+    )
+    stats = means[means["direction"] == "forward"]  # blocks after the input, each once
+    q = stats.groupby("model").apply(lambda m: gmfe(m["q"].to_numpy(), m["q_theory"].to_numpy()))
+    rho = (stats["p"] / stats["q"] - stats["p_theory"] / stats["q_theory"]).abs()
+    rho = rho.groupby(stats["model"]).max()
+    return Finding(
+        statistic="GMFE of the APJN curves averaged over initializations and samples, against "
+        "the recursion, per variant and direction; GMFE of the averaged q and largest gap in "
+        "p/q along depth",
+        value=f"APJN GMFE worst {_worst(apjn)}; q GMFE worst {_worst(q)}; "
+        f"largest p/q gap {_worst(rho)}",
+        holds=bool(apjn.max() <= AGREES and q.max() <= AGREES and rho.max() <= CORRELATION_GAP),
+    )
+
+
+# --- A.2: attention changes the depth exponent --------------------------------------------
+
+
+def _measured_exponent(end_to_end: pd.DataFrame) -> tuple[float, float] | None:
+    """Pre-LN's d ln J / d ln L fitted over the deepest factor MEASURED_SPAN of the measured
+    depths: measured (mean over initializations) and the recursion seeded by each input; None
+    below MIN_POINTS depths."""
+    rows = end_to_end[(end_to_end["sweep"] == "depth") & (end_to_end["norm"] == "ln")]
+    means = _means(rows, ["depth"], ["apjn", "apjn_theory"])
+    deep = means[means["depth"] >= means["depth"].max() / MEASURED_SPAN]
+    if len(deep) < MIN_POINTS:
+        return None
+    x = np.log(deep["depth"].to_numpy(float))
+    return _slope(x, np.log(deep["apjn"])), _slope(x, np.log(deep["apjn_theory"]))
+
+
+def attention_exponent(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """Pre-LN's exponent of J^{L,0} ~ L^zeta fitted on the recursion for L << N^3 against
+    zeta_- = m/(m + 2a) (with attention) and 1 (without), for every token count N; and the
+    exponent measured in the built ViTs against the recursion's over the same depths."""
+    zeta_minus = tables[ASYMPTOTICS].query("quantity == 'zeta_minus'")
+    fits = zeta_minus[zeta_minus["fitted"].notna()]
+    unreached = ", ".join(str(n) for n in zeta_minus.loc[zeta_minus["fitted"].isna(), "n_tokens"])
+    measured = _measured_exponent(tables[END_TO_END])
+    if fits.empty or measured is None:
+        return None
+    nearer = (fits["fitted"] - fits["predicted"]).abs() < (fits["fitted"] - 1.0).abs()
+    per_n = ", ".join(
+        f"{_g(f)} (N = {n})" for n, f in zip(fits["n_tokens"], fits["fitted"], strict=True)
+    )
+    zeta = fits["predicted"].iloc[0]
+    per_n += f" (no window within the theory depth for N = {unreached})" if unreached else ""
+    return Finding(
+        statistic="slope of ln J^{L,0} against ln L of the recursion over its window L << N^3, "
+        "per token count N, against ζ₋ = m/(m + 2a) and the attention-free 1; pre-LN's slope "
+        f"measured over the deepest factor {MEASURED_SPAN} of the measured depths against the "
+        "recursion's",
+        value=f"recursion {per_n}; ζ₋ = {_g(zeta)}, without attention 1; measured "
+        f"{_g(measured[0])} vs recursion {_g(measured[1])}",
+        holds=bool(nearer.all() and abs(measured[0] - measured[1]) <= SLOPE_GAP),
+    )
+
+
+# --- A.3: the theory on natural images in deep ViTs ---------------------------------------
+
+
+def _widest(excess: pd.DataFrame) -> str:
+    """'d = 768: 1.03 (Derf α=1.5, forward)': the worst full-Gram GMFE over the compared blocks
+    at the widest model of the width scan, for context."""
+    rows = excess[(excess["region"] == "compared") & (excess["closure"] == "gram")]
+    rows = _labelled(rows[rows["width"] == rows["width"].max()])
+    gmfe_mean = rows.set_index(["model", "direction"])["excess_mean"] + 1.0
+    return f"d = {int(rows['width'].iloc[0])}: {_worst(gmfe_mean)}"
+
+
+def image_agreement(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """GMFE of the image curves over the compared blocks (early blocks apart), mean over
+    initializations and images per variant, direction and closure; and how its excess
+    falls with width. Not run without a full-Gram curve or a width slope (fewer than two
+    widths with a mismatch)."""
+    rows = tables[AGREEMENT]
+    rows = rows[(rows["input"] == "images") & rows["region"].isin(REGIONS)]
+    means = _labelled(_means(rows, ["norm", "alpha", "direction"], ["gmfe", "gmfe_gram"]))
+    plain = means.set_index(["model", "direction"])["gmfe"]
+    full = means.dropna(subset="gmfe_gram").set_index(["model", "direction"])["gmfe_gram"]
+    slopes = tables[WIDTH_SLOPES]
+    slopes = slopes[(slopes["region"] == "compared") & (slopes["closure"] == "gram")]
+    slopes = _labelled(slopes).set_index(["model", "direction"])["slope"].dropna()
+    if full.empty or slopes.empty:
+        return None
+    return Finding(
+        statistic="GMFE of the image curves over the compared blocks, mean over "
+        "initializations and images, per variant and direction: (q, p) closure and full-Gram "
+        "closure; slope of ln(GMFE - 1) against ln(width) (full-Gram, width scan), and the "
+        "full-Gram GMFE at the scan's widest model",
+        value=f"(q, p) worst {_worst(plain)}; full-Gram worst {_worst(full)}; width slope "
+        f"largest {_worst(slopes)}; full-Gram at {_widest(tables[WIDTH_EXCESS])}",
+        holds=bool(full.max() <= AGREES and (slopes < 0).all()),
+    )
+
+
+# --- A.4: power law against stretched exponential -----------------------------------------
+
+LAWS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "power law": np.log,
+    "stretched exponential": np.sqrt,
+    "exponential": lambda depth: depth,
+}
+"""ln J^{L,0} is linear in ln L, sqrt(L) or L."""
+EXPECTED_LAW = {"ln": "power law", "derf": "stretched exponential", "dyt": "stretched exponential"}
+
+
+def law_residuals(depth: np.ndarray, log_j: np.ndarray) -> dict[str, float]:
+    """The RMS residual of ln J against a straight line in each law's variable."""
+    out = {}
+    for law, variable in LAWS.items():
+        x = variable(depth)
+        fit = np.polyval(np.polyfit(x, log_j, 1), x)
+        out[law] = float(np.sqrt(np.mean((log_j - fit) ** 2)))
+    return out
+
+
+def _law_text(label: str, residuals: dict[str, float], stretch: float | None) -> str:
+    """'Derf α=1: stretched exponential (next 31× its residual, stretch exponent 0.52)'."""
+    best, runner = sorted(residuals, key=residuals.get)[:2]
+    ratio = residuals[runner] / residuals[best] if residuals[best] > 0 else np.inf
+    exponent = "" if stretch is None else f", stretch exponent {_g(stretch)}"
+    return f"{label}: {best} (next {_g(ratio)}× its residual{exponent})"
+
+
+def _stretch_exponents(fits: pd.DataFrame) -> dict[str, float]:
+    """The fitted exponent of ln J ~ L^beta of each saturating variant, by label."""
+    rows = _labelled(fits[fits["quantity"] == "stretch_exponent"])
+    return dict(zip(rows["model"], rows["fitted"], strict=True))
+
+
+def depth_laws(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """Per variant, the law (power, stretched exponential, exponential) whose straight line
+    fits ln J^{L,0} of the recursion best over the deepest decade of depths."""
+    depth = tables[DEPTH]
+    deep = depth[depth["depth"] >= depth["depth"].max() / LAW_WINDOW]
+    stretch = _stretch_exponents(tables[ASYMPTOTICS])
+    texts, matched = [], []
+    for (norm, alpha), rows in deep.groupby(["norm", "alpha"], dropna=False, sort=False):
+        if len(rows) < MIN_POINTS:
+            return None
+        label = _label(norm, alpha)
+        residuals = law_residuals(rows["depth"].to_numpy(float), rows["log_apjn"].to_numpy())
+        texts.append(_law_text(label, residuals, stretch.get(label)))
+        matched.append(min(residuals, key=residuals.get) == EXPECTED_LAW[norm])
+    if not texts:
+        return None
+    return Finding(
+        statistic="RMS residual of ln J^{L,0} (recursion) about straight lines in ln L "
+        "(power law), sqrt(L) (stretched exponential) and L (exponential) over the deepest "
+        f"factor {LAW_WINDOW} of depths, the best law per variant; the fitted stretch "
+        "exponent beta of ln J ~ L^beta (asymptotics.csv; theory 1/2)",
+        value="; ".join(texts),
+        holds=all(matched),
+    )
+
+
+# --- A.5: sensitivity to initialization and tuning ----------------------------------------
+
+
+def multiplier_spread(end_to_end: pd.DataFrame) -> pd.DataFrame:
+    """J^{L,0} at the largest over the smallest init multiplier (measured and theory, means
+    over initializations and samples), per multiplier sweep and norm."""
+    rows = []
+    for sweep in ("attn_mult", "mlp_mult"):
+        part = end_to_end[end_to_end["sweep"] == sweep]
+        for norm, group in part.groupby("norm"):
+            means = _means(group, [sweep], ["apjn", "apjn_theory"]).sort_values(sweep)
+            if len(means) < 2:
+                continue
+            ratio = means.iloc[-1][["apjn", "apjn_theory"]] / means.iloc[0][["apjn", "apjn_theory"]]
+            rows.append({"sweep": sweep, "norm": norm, **ratio.to_dict()})
+    return pd.DataFrame(rows, columns=["sweep", "norm", "apjn", "apjn_theory"])
+
+
+def rate_windows(train: pd.DataFrame) -> pd.DataFrame:
+    """At the deepest trained depth, per variant and init multiplier: the best final loss over
+    learning rates (mean over seeds; a rate where a seed diverged counts as infinite) and the
+    fraction of rates whose loss is within WINDOW of it."""
+    deep = train[train["depth"] == train["depth"].max()]
+    loss = deep["final_loss"].where(~deep["diverged"], np.inf)
+    per_rate = (
+        deep.assign(loss=loss)
+        .groupby(["norm", "alpha", "attn_mult", "lr"], dropna=False)["loss"]
+        .mean()
+    )
+    out = per_rate.groupby(["norm", "alpha", "attn_mult"], dropna=False).agg(
+        best="min", window=lambda s: float((s <= s.min() * (1 + WINDOW)).mean())
+    )
+    return out.reset_index()
+
+
+def _spread_text(spread: pd.DataFrame) -> str:
+    return ", ".join(
+        f"{s} {n} ×{_g(m)} (theory ×{_g(t)})"
+        for s, n, m, t in spread[["sweep", "norm", "apjn", "apjn_theory"]].itertuples(index=False)
+    )
+
+
+FAMILIES = {True: "pre-LN", False: "Derf/DyT"}
+
+
+def tuning_summary(train: pd.DataFrame) -> pd.DataFrame:
+    """rate_windows per init multiplier (rows, ascending) and family (pre-LN; the saturating
+    maps, mean over their variants): columns (best, family) and (window, family)."""
+    windows = rate_windows(train)
+    family = (windows["norm"] == "ln").map(FAMILIES)
+    means = windows.assign(family=family).groupby(["attn_mult", "family"])[["best", "window"]]
+    return means.mean().unstack("family").sort_index()
+
+
+def _tuning_text(summary: pd.DataFrame) -> str:
+    """'mult 1: pre-LN 0.741 (1), Derf/DyT 1.2 (0.6); ...': best loss (window) per family."""
+    return "; ".join(
+        f"mult {mult:g}: "
+        + ", ".join(f"{f} {_g(row['best', f])} ({_g(row['window', f])})" for f in FAMILIES.values())
+        for mult, row in summary.iterrows()
+    )
+
+
+def init_and_tuning(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """Initialization: J^{L,0} over the init multipliers, Derf against pre-LN, and how much the
+    best loss over learning rates rises from the smallest to the largest multiplier. Tuning:
+    the window of rates within WINDOW of the best loss, the saturating maps against pre-LN at
+    each multiplier. Not run with fewer than MIN_RATES rates or two multipliers trained."""
+    spread = multiplier_spread(tables[END_TO_END]).set_index(["sweep", "norm"])
+    train = tables[TRAINABILITY]
+    deep = train[train["depth"] == train["depth"].max()]
+    swept = [(s, n) in spread.index for s in ("attn_mult", "mlp_mult") for n in ("ln", "derf")]
+    trained = deep["lr"].nunique() >= MIN_RATES and deep["attn_mult"].nunique() >= 2
+    if not (all(swept) and trained and set(deep["norm"]) > {"ln"}):
+        return None
+    summary = tuning_summary(train)
+    rise = summary["best"].iloc[-1] - summary["best"].iloc[0]
+    narrower = summary["window", FAMILIES[False]] < summary["window", FAMILIES[True]]
+    wider = spread.xs("derf", level="norm")["apjn"] > spread.xs("ln", level="norm")["apjn"]
+    rates = np.sort(deep["lr"].unique())
+    return Finding(
+        statistic="J^{L,0} at the largest over the smallest init multiplier (measured), per "
+        f"multiplier sweep; at depth {int(deep['depth'].iloc[0])}, per init multiplier, the "
+        f"best final loss over {len(rates)} rates ({_g(rates[0])} to {_g(rates[-1])}) and, in "
+        f"brackets, the fraction of rates within {WINDOW:.0%} of it (mean over α₀). Limit: "
+        f"{int(deep['steps'].max())} steps measure early training speed, not stability; no "
+        "rate below the range, no divergence criterion (issue 20)",
+        value=f"{_spread_text(spread.reset_index())}; {_tuning_text(summary)}; "
+        f"diverged runs {int(train['diverged'].sum())} of {len(train)}",
+        holds=bool(wider.all() and rise[FAMILIES[False]] > rise[FAMILIES[True]] and narrower.all()),
+    )
+
+
+CLAIMS: tuple[ClaimSpec, ...] = (
+    ClaimSpec(
+        id="A.1",
+        statement="At initialization, a ViT with bidirectional attention and "
+        "permutation-symmetric input follows closed recursions for its token statistics and "
+        "its APJN.",
+        criterion=f"every variant and direction: the averaged APJN curve and the averaged q "
+        f"within GMFE {AGREES:g} of the recursion, p/q within {CORRELATION_GAP:g}; a larger "
+        "deviation contradicts it",
+        figure="A1",
+        tables=(CURVES,),
+        test=permsym_recursions,
+    ),
+    ClaimSpec(
+        id="A.2",
+        statement="Attention changes the large-depth asymptotics of the APJN as the theory "
+        "predicts: pre-LN grows as L^ζ₋ with ζ₋ = m/(m + 2a) < 1, not as L.",
+        criterion="for every token count N the recursion's exponent lies nearer ζ₋ than the "
+        f"attention-free 1, and the measured pre-LN exponent within {SLOPE_GAP:g} of the "
+        "recursion's at the same depths; an exponent nearer 1, or a measured one off the "
+        "recursion, contradicts it",
+        figure="A4",
+        tables=(ASYMPTOTICS, END_TO_END),
+        test=attention_exponent,
+    ),
+    ClaimSpec(
+        id="A.3",
+        statement="The theory matches the APJNs measured in deep ViTs on natural images.",
+        criterion="every variant and direction (pre-LN and Derf: DyT has no full-Gram "
+        f"closure): full-Gram GMFE over the compared blocks within {AGREES:g}, and its excess "
+        "falling with width (negative slope); a larger GMFE, or one that does not fall with "
+        "width (the closure's own error), contradicts it",
+        figure="A3",
+        tables=(AGREEMENT, WIDTH_EXCESS, WIDTH_SLOPES),
+        test=image_agreement,
+    ),
+    ClaimSpec(
+        id="A.4",
+        statement="With pre-LN the APJN grows as a power law in depth; with the tanh-like "
+        "maps DyT and Derf as a stretched exponential, subcritical (slower than exponential).",
+        criterion="the best-fitting law is the power law for pre-LN and the stretched "
+        "exponential for every Derf and DyT variant; any other best law contradicts it",
+        figure="A4",
+        tables=(DEPTH, ASYMPTOTICS),
+        test=depth_laws,
+    ),
+    ClaimSpec(
+        id="A.5",
+        statement="DyT and Derf are more sensitive to initialization and optimization and "
+        "need careful tuning.",
+        criterion="Derf's J^{L,0} spreads more than pre-LN's over each init multiplier sweep; "
+        "from the smallest to the largest init multiplier the saturating maps' best loss over "
+        "rates rises more than pre-LN's; and at every init multiplier their window of rates "
+        f"within {WINDOW:.0%} of their best is narrower than pre-LN's; any of these reversed "
+        "contradicts it",
+        figure="A5",
+        tables=(END_TO_END, TRAINABILITY),
+        test=init_and_tuning,
+    ),
+)
