@@ -1,11 +1,14 @@
 """The figure registry: every figure declared once, and what follows from it (plot signatures,
-captions, report labels, the README's figure table) agrees with the declaration."""
+captions valid reStructuredText for every preset, report labels, the README's figure table)
+agrees with the declaration."""
 
 import inspect
+import io
 import re
 
 import pytest
-from conftest import ROOT, deep_merge, load_yaml
+from conftest import ROOT, TINY, deep_merge, load_yaml
+from docutils.core import publish_parts
 from jinja2 import StrictUndefined, Template
 
 from transformer_stability.registry import FIGURES, STUDIES, study_figures
@@ -38,12 +41,28 @@ def test_plot_takes_exactly_the_declared_tables(name):
         assert re.fullmatch(rf"results/{figure.study}/\w+\.csv", path), path
 
 
-@pytest.mark.parametrize("config_file", ["config.yaml", "config/paper.yaml"])
+def _docutils_problems(text: str) -> str:
+    """docutils' warnings on a caption at report level 1 (info), as Snakemake's report renders
+    it: a bare |x| (a substitution), a trailing underscore (a link target) or an unbalanced *
+    would put a "System Message" into the report."""
+    warnings = io.StringIO()
+    settings = {"report_level": 1, "warning_stream": warnings}
+    body = publish_parts(text, writer="html", settings_overrides=settings)["body"]
+    return warnings.getvalue() + ("System Message" if "System Message" in body else "")
+
+
+@pytest.mark.parametrize("text", ["max |y - c| on the grid", "zeta_- fit", "a *b c"])
+def test_the_docutils_check_catches_broken_rest(text):
+    assert _docutils_problems(text)
+
+
+@pytest.mark.parametrize("config_file", [TINY, "config.yaml", "config/paper.yaml"])
 def test_captions_and_labels_render_for_every_preset(config_file):
     config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / config_file))
     for figure in FIGURES.values():
         caption = Template(figure.caption, undefined=StrictUndefined).render(config=config).strip()
         assert caption.startswith(figure.code.split("-")[0]), figure.name
+        assert not _docutils_problems(caption), (figure.code, _docutils_problems(caption))
         labels = figure.labels(config)
         assert labels["figure"] == figure.code
         assert LABEL_OF_STUDY[figure.study] in labels
