@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import matplotlib
+from jinja2 import Environment, StrictUndefined
+
+from transformer_stability.settings import Settings, tables_settings
 
 matplotlib.use("Agg")
 
@@ -22,8 +26,9 @@ class FigureSpec:
     the README follow from it.
 
     `tables` maps each keyword argument of `plot` to the table it is drawn from (the output of
-    a data rule); `caption` is reST with Jinja fields over the run's `config`; `labels` gives
-    the report labels of the figure for a config.
+    a data rule); `caption` is reST with Jinja fields over `config`, and `labels` gives the
+    report labels of the figure for a `config`: both are given the settings the figure's own
+    tables record (`figure_settings`), never the config of whatever run came last.
     """
 
     name: str  # results/figures/<name>.pdf and .png
@@ -37,6 +42,33 @@ class FigureSpec:
     @property
     def pdf(self) -> str:
         return f"results/figures/{self.name}.pdf"
+
+    def render_caption(self, settings: Settings) -> str:
+        """The caption for these settings; a field they do not hold is an error, not a blank."""
+        template = Environment(undefined=StrictUndefined).from_string(self.caption)
+        return template.render(config=settings).strip()
+
+
+def figure_settings(figure: FigureSpec, inputs: Mapping[str, str | Path]) -> Settings:
+    """The settings the figure's tables record (its job's `inputs`, by name), merged; refused
+    (settings.SettingsError naming the tables and the key) where two of them disagree."""
+    return tables_settings({name: inputs[name] for name in figure.tables})
+
+
+@dataclass(frozen=True)
+class ReportCaption:
+    """A figure's caption as its report entry shows it: rendered when the report is built,
+    from its tables' settings (workflow/report/figure.rst calls `render`). It is the figure
+    job's parameter so that the caption template can reach it; as a parameter it shows only
+    this short text, and Snakemake keeps no record of it (not a builtin)."""
+
+    figure: FigureSpec
+
+    def render(self, inputs: Mapping[str, str | Path]) -> str:
+        return self.figure.render_caption(figure_settings(self.figure, inputs))
+
+    def __str__(self) -> str:
+        return "rendered from the settings of its tables"
 
 
 def set_style() -> None:

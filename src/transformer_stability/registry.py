@@ -23,6 +23,17 @@ from transformer_stability.tables import Table, below_results, meta
 STUDIES: dict[str, Study] = {study.name: study for study in (_APJN, _NUMERICS, _COUNTING)}
 FIGURES: dict[str, FigureSpec] = {f.name: f for s in STUDIES.values() for f in s.figures}
 SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweeps}
+# The config keys every table depends on (settings.py), by its path below results/: a sweep's
+# gathered tables those of its items, the other tables their study's declaration.
+TABLE_SETTINGS: dict[str, tuple[str, ...]] = {
+    **{
+        f"{t}.csv": w.settings
+        for s in STUDIES.values()
+        for w in s.sweeps
+        for t in w.tables.values()
+    },
+    **{path: keys for s in STUDIES.values() for path, keys in s.settings.items()},
+}
 TABLES: dict[str, type[Table]] = {
     **{meta(m)["path"]: m for s in STUDIES.values() for m in s.tables},
     meta(Claims)["path"]: Claims,

@@ -1,14 +1,15 @@
 # Config validation and the helpers every study module uses: sweep chunks, rerun-on-code inputs.
 import re
 
-from jinja2 import Template
 from snakemake.exceptions import WorkflowError
 
 from transformer_stability.config import ConfigError, may_use_gpu
+from transformer_stability.plotting import ReportCaption, figure_settings
 from transformer_stability.registry import (
     FIGURES,
     STUDIES,
     SWEEPS,
+    TABLE_SETTINGS,
     claim_tables,
     missing_inputs,
     study_figures,
@@ -16,8 +17,10 @@ from transformer_stability.registry import (
     validate,
 )
 from transformer_stability.report import record_config
+from transformer_stability.settings import config_slice
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
+from transformer_stability.tables import below_results
 
 try:
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
@@ -42,6 +45,14 @@ def code(script):
     """The package modules a workflow script imports: a rule's inputs, so that editing one
     reruns exactly the jobs that run it."""
     return script_sources(f"{workflow.basedir}/workflow/scripts/{script}")
+
+
+def table_settings(wildcards, output):
+    """The config slice the job's tables depend on (registry.TABLE_SETTINGS): a data rule's
+    `settings` parameter, so that changing one of those keys reruns it; its scripts read the
+    config only through it, and every table records it (settings.py)."""
+    keys = {key for path in output for key in TABLE_SETTINGS[below_results(path)]}
+    return config_slice(config, sorted(keys))
 
 
 def one_of(names):
@@ -82,14 +93,16 @@ assert sorted(IMAGE_FORMATS.values())[0] == IMAGE_FORMATS["png"]
 
 
 def figure_labels(file_format):
-    """Report labels of a figure's PDF or PNG."""
-    return lambda wildcards: {
-        **FIGURES[wildcards.figure].labels(config),
+    """Report labels of a figure's PDF or PNG, for the settings its tables record."""
+    return lambda wildcards, input: {
+        **FIGURES[wildcards.figure].labels(
+            figure_settings(FIGURES[wildcards.figure], input)
+        ),
         "format": file_format,
     }
 
 
 def figure_caption(wildcards):
-    """The figure's caption with the run's configuration filled in (workflow/report/figure.rst
-    prints it)."""
-    return Template(FIGURES[wildcards.figure].caption).render(config=config).strip()
+    """The figure's caption, rendered by the report from its tables' settings
+    (workflow/report/figure.rst)."""
+    return ReportCaption(FIGURES[wildcards.figure])

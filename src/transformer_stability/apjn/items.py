@@ -367,9 +367,60 @@ def end_to_end_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     return sensitivity_items(apjn, seed) + depth_items(apjn, seed)
 
 
+# The config keys (settings.py) each sweep's items and each theory table are built from.
+_MODEL = ("seed", "apjn.model", "apjn.attn_mult", "apjn.mlp_mult", "apjn.input")
+_MEASURE = tuple(f"apjn.measure.{key}" for key in ("samples", "probes", "chunk_size", "dtype"))
+_IMAGES = tuple(f"apjn.images.{key}" for key in ("source", "cifar_root", "count"))
+_CURVES = (*_MODEL, *_MEASURE, *_IMAGES, "apjn.images.forward_source_block")
+_THEORY = (*_MODEL, "apjn.variants", "apjn.theory")
+
 SWEEPS = (
-    Sweep("apjn_curves", "apjn_curves.py", curve_items, {"table": "apjn/measured_curves"}),
-    Sweep("apjn_width", "apjn_width.py", width_items, {"table": "apjn/width_agreement"}),
-    Sweep("apjn_end_to_end", "apjn_end_to_end.py", end_to_end_items, {"table": "apjn/end_to_end"}),
-    Sweep("apjn_train", "apjn_train.py", train_items, {"table": "apjn/trainability"}),
+    Sweep(
+        "apjn_curves",
+        "apjn_curves.py",
+        curve_items,
+        {"table": "apjn/measured_curves"},
+        settings=("device", *_CURVES, "apjn.variants", "apjn.measure.inits"),
+    ),
+    Sweep(
+        "apjn_width",
+        "apjn_width.py",
+        width_items,
+        {"table": "apjn/width_agreement"},
+        settings=("device", *_CURVES, "apjn.width_scan", "apjn.images.compare_from_block"),
+    ),
+    Sweep(
+        "apjn_end_to_end",
+        "apjn_end_to_end.py",
+        end_to_end_items,
+        {"table": "apjn/end_to_end"},
+        settings=(
+            "device",
+            *_MODEL,
+            *_MEASURE,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.measure.sweep_samples",
+            "apjn.sensitivity",
+            "apjn.depth_scaling",
+        ),
+    ),
+    Sweep(
+        "apjn_train",
+        "apjn_train.py",
+        train_items,
+        {"table": "apjn/trainability"},
+        settings=("device", "seed", "apjn.train"),
+    ),
 )
+
+SETTINGS = {
+    "apjn/theory_curves.csv": _THEORY,
+    **{
+        f"apjn/{name}.csv": _THEORY
+        for name in ("theory_depth", "asymptotics", "depth_laws", "preln_tokens")
+    },
+    "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/width_excess.csv": (),
+    "apjn/width_slopes.csv": (),
+}
