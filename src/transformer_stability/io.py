@@ -107,6 +107,12 @@ def _problems(
     return problems + table_problems(table, table_schema(model, chunk), line_offset)
 
 
+def write_settings(path: str | Path, settings: Mapping[str, Any]) -> None:
+    """Record beside `path` (a table or a figure) the settings that made it, atomically."""
+    with atomic_path(sidecar(path)) as tmp:
+        tmp.write_text(settings_text(settings))
+
+
 def write_table(
     table: pd.DataFrame,
     path: str | Path,
@@ -129,8 +135,7 @@ def write_table(
         if problems:
             raise TableError(error_text(path, model, problems, writing=True, chunk=chunk))
     if settings is not None:
-        with atomic_path(sidecar(path)) as tmp:
-            tmp.write_text(settings_text(settings))
+        write_settings(path, settings)
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet":
             table.to_parquet(tmp, index=False)

@@ -11,7 +11,7 @@ from typing import Any
 import matplotlib
 from jinja2 import Environment, StrictUndefined
 
-from transformer_stability.settings import Settings, tables_settings
+from transformer_stability.settings import Settings, read_settings, tables_settings
 
 matplotlib.use("Agg")
 
@@ -58,14 +58,15 @@ def figure_settings(figure: FigureSpec, inputs: Mapping[str, str | Path]) -> Set
 @dataclass(frozen=True)
 class ReportCaption:
     """A figure's caption as its report entry shows it: rendered when the report is built,
-    from its tables' settings (workflow/report/figure.rst calls `render`). It is the figure
-    job's parameter so that the caption template can reach it; as a parameter it shows only
-    this short text, and Snakemake keeps no record of it (not a builtin)."""
+    from the settings the figure job recorded beside the figure (those of the tables it was
+    drawn from; workflow/report/figure.rst calls `render` with the job's outputs). It is the
+    figure job's parameter so that the caption template can reach it; as a parameter it shows
+    only this short text, and Snakemake keeps no record of it (not a builtin)."""
 
     figure: FigureSpec
 
-    def render(self, inputs: Mapping[str, str | Path]) -> str:
-        return self.figure.render_caption(figure_settings(self.figure, inputs))
+    def render(self, outputs: Mapping[str, str | Path]) -> str:
+        return self.figure.render_caption(read_settings(outputs["pdf"]))
 
     def __str__(self) -> str:
         return "rendered from the settings of its tables"

@@ -5,6 +5,7 @@ modules (config, io, sweeps, jobs, report, plotting) know no study."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,15 @@ def validate(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     return validate_config(config, schema_path, checks)
 
 
-def missing_inputs(config: dict[str, Any]) -> list[str]:
+def missing_inputs(config: dict[str, Any], rules: Iterable[str] | None = None) -> list[str]:
     """Every missing outside input (local data, pretrained weights) of the studies the config
-    runs, as messages naming the config key."""
-    return [
-        error for name in config["studies"] for error in STUDIES[name].input_errors(config[name])
-    ]
+    runs, as messages naming the config key; with `rules` (the rules of the jobs about to run),
+    only of the studies whose sweeps are among them: only sweep jobs read outside inputs."""
+    names = config["studies"]
+    if rules is not None:
+        running = {sweep_study(SWEEPS[rule]).name for rule in rules if rule in SWEEPS}
+        names = [name for name in names if name in running]
+    return [error for name in names for error in STUDIES[name].input_errors(config[name])]
 
 
 def claim_tables(config: dict[str, Any]) -> list[str]:

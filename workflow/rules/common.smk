@@ -4,7 +4,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from transformer_stability.config import ConfigError, may_use_gpu
-from transformer_stability.plotting import ReportCaption, figure_settings
+from transformer_stability.plotting import ReportCaption
 from transformer_stability.registry import (
     FIGURES,
     STUDIES,
@@ -17,7 +17,7 @@ from transformer_stability.registry import (
     validate,
 )
 from transformer_stability.report import record_config
-from transformer_stability.settings import config_slice
+from transformer_stability.settings import config_slice, read_settings
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
 from transformer_stability.tables import below_results
@@ -26,12 +26,17 @@ try:
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-# outside inputs (CIFAR-100, pretrained weights) are there before any job is planned; only the
-# main process checks: a cluster job re-reads this file on a compute node, which may have no
-# network, and its run has passed this check already
-MISSING_INPUTS = missing_inputs(config) if workflow.is_main_process else []
-if MISSING_INPUTS:
-    raise WorkflowError("missing inputs:\n  " + "\n  ".join(MISSING_INPUTS))
+
+
+def preflight():
+    """Stop before the first job if an outside input (CIFAR-100, pretrained weights) of the
+    jobs about to run is missing. Called from `onstart`, which runs only in the main process of
+    a run with work to do: never for a dry run, a report (`make report` builds from a results
+    tree alone) or a cluster job on a node that may have no network."""
+    rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
+    missing = missing_inputs(config, rules)
+    if missing:
+        raise WorkflowError("missing inputs:\n  " + "\n  ".join(missing))
 
 
 def chunks(name, items):
@@ -93,11 +98,9 @@ assert sorted(IMAGE_FORMATS.values())[0] == IMAGE_FORMATS["png"]
 
 
 def figure_labels(file_format):
-    """Report labels of a figure's PDF or PNG, for the settings its tables record."""
-    return lambda wildcards, input: {
-        **FIGURES[wildcards.figure].labels(
-            figure_settings(FIGURES[wildcards.figure], input)
-        ),
+    """Report labels of a figure's PDF or PNG, for the settings recorded beside it."""
+    return lambda wildcards, output: {
+        **FIGURES[wildcards.figure].labels(read_settings(output.pdf)),
         "format": file_format,
     }
 
