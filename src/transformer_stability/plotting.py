@@ -45,8 +45,13 @@ class FigureSpec:
 
     def render_caption(self, settings: Settings) -> str:
         """The caption for these settings; a field they do not hold is an error, not a blank."""
-        template = Environment(undefined=StrictUndefined).from_string(self.caption)
-        return template.render(config=settings).strip()
+        return render_caption(self.caption, settings)
+
+
+def render_caption(caption: str, settings: Settings) -> str:
+    """A caption template (reST with Jinja fields over `config`) rendered for `settings`."""
+    template = Environment(undefined=StrictUndefined).from_string(caption)
+    return template.render(config=settings).strip()
 
 
 def figure_settings(figure: FigureSpec, inputs: Mapping[str, str | Path]) -> Settings:
@@ -63,10 +68,10 @@ class ReportCaption:
     figure job's parameter so that the caption template can reach it; as a parameter it shows
     only this short text, and Snakemake keeps no record of it (not a builtin)."""
 
-    figure: FigureSpec
+    caption: str  # the FigureSpec's template (a job's parameters are pickled: no FigureSpec)
 
     def render(self, outputs: Mapping[str, str | Path]) -> str:
-        return self.figure.render_caption(read_settings(outputs["pdf"]))
+        return render_caption(self.caption, read_settings(outputs["pdf"]))
 
     def __str__(self) -> str:
         return "rendered from the settings of its tables"

@@ -35,6 +35,9 @@ TABLE_SETTINGS: dict[str, tuple[str, ...]] = {
     },
     **{path: keys for s in STUDIES.values() for path, keys in s.settings.items()},
 }
+# The config keys no table depends on (settings.py): what a run builds and shows, not what it
+# computes. Changing one replans no data rule; every other key is in some table's settings.
+PRESENTATION_KEYS: tuple[str, ...] = ("studies",)
 TABLES: dict[str, type[Table]] = {
     **{meta(m)["path"]: m for s in STUDIES.values() for m in s.tables},
     meta(Claims)["path"]: Claims,

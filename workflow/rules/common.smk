@@ -108,4 +108,4 @@ def figure_labels(file_format):
 def figure_caption(wildcards):
     """The figure's caption, rendered by the report from its tables' settings
     (workflow/report/figure.rst)."""
-    return ReportCaption(FIGURES[wildcards.figure])
+    return ReportCaption(FIGURES[wildcards.figure].caption)
