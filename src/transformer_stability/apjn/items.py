@@ -380,7 +380,14 @@ SWEEPS = (
         "apjn_curves.py",
         curve_items,
         {"table": "apjn/measured_curves"},
-        settings=("device", *_CURVES, "apjn.variants", "apjn.measure.inits"),
+        # compare_from_block: A2's caption, drawn from this table, states A3's regions
+        settings=(
+            "device",
+            *_CURVES,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.images.compare_from_block",
+        ),
     ),
     Sweep(
         "apjn_width",
