@@ -13,7 +13,7 @@ rule apjn_theory_curves:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("apjn_theory_curves"),
     script:
         "../scripts/apjn_theory_curves.py"
 
@@ -33,7 +33,7 @@ rule apjn_theory_depth:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("apjn_theory_depth"),
     script:
         "../scripts/apjn_theory_depth.py"
 
@@ -50,7 +50,7 @@ rule apjn_agreement:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("apjn_agreement"),
     script:
         "../scripts/apjn_agreement.py"
 
@@ -68,6 +68,6 @@ rule apjn_width_fit:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("apjn_width_fit"),
     script:
         "../scripts/apjn_width_fit.py"

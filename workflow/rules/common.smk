@@ -2,6 +2,7 @@
 import re
 
 from snakemake.exceptions import WorkflowError
+from snakemake.io import apply_wildcards
 
 from transformer_stability.config import ConfigError, may_use_gpu
 from transformer_stability.plotting import ReportCaption
@@ -52,12 +53,20 @@ def code(script):
     return script_sources(f"{workflow.basedir}/workflow/scripts/{script}")
 
 
-def table_settings(wildcards, output):
-    """The config slice the job's tables depend on (registry.TABLE_SETTINGS): a data rule's
-    `settings` parameter, so that changing one of those keys reruns it; its scripts read the
-    config only through it, and every table records it (settings.py)."""
-    keys = {key for path in output for key in TABLE_SETTINGS[below_results(path)]}
-    return config_slice(config, sorted(keys))
+def table_settings(rule):
+    """The `settings` parameter of data rule `rule`: the config slice its job's tables depend
+    on (registry.TABLE_SETTINGS), so that changing one of those keys reruns the job; its script
+    reads the config only through it, and every table records it (settings.py). A function of
+    the wildcards alone: Snakemake records no parameter derived from a job's output."""
+
+    def settings(wildcards):
+        outputs = [
+            apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
+        ]
+        keys = {key for path in outputs for key in TABLE_SETTINGS[below_results(path)]}
+        return config_slice(config, keys)
+
+    return settings
 
 
 def one_of(names):

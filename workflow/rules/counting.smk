@@ -15,7 +15,7 @@ rule counting_geometry:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("counting_geometry"),
     script:
         "../scripts/counting_geometry.py"
 
@@ -32,7 +32,7 @@ rule counting_residual:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("counting_residual"),
     script:
         "../scripts/counting_residual.py"
 
@@ -49,7 +49,7 @@ rule counting_references:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("counting_references"),
     script:
         "../scripts/counting_references.py"
 
@@ -69,7 +69,7 @@ rule counting_rates:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("counting_rates"),
     script:
         "../scripts/counting_rates.py"
 
@@ -87,6 +87,6 @@ rule counting_exponents:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("counting_exponents"),
     script:
         "../scripts/counting_exponents.py"

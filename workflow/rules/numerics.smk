@@ -19,6 +19,6 @@ rule numerics_bounds:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=table_settings,
+        settings=table_settings("numerics_bounds"),
     script:
         "../scripts/numerics_bounds.py"
