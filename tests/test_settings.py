@@ -151,3 +151,18 @@ def test_scripts_read_the_config_only_through_their_params():
     scripts = sorted((ROOT / "workflow" / "scripts").glob("*.py"))
     assert scripts
     assert [s.name for s in scripts if _reads_config(s)] == []
+
+
+@pytest.mark.slow
+def test_every_table_and_figure_of_a_tiny_run_records_its_settings(tiny_run):
+    """Each table records (at least) the slice of the run's config it declares, with the run's
+    values; each figure the merged settings of its tables."""
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    config, results = resolved("tiny"), tiny_run.workdir / "results"
+    for path, keys in TABLE_SETTINGS.items():
+        recorded = read_settings(results / path)
+        declared = config_slice(config, keys)
+        assert merge_settings({"recorded": recorded, "declared": declared}) == recorded, path
+    for figure in FIGURES.values():
+        tables = {name: tiny_run.workdir / path for name, path in figure.tables.items()}
+        assert read_settings(tiny_run.workdir / figure.pdf) == figure_settings(figure, tables)

@@ -153,7 +153,7 @@ def test_a_table_cut_between_rows_is_refused_by_the_config_row_count(tmp_path):
     path.write_text("".join(lines[:-3]))
     message = refusal(path, Agreement, config)
     assert f"{rows - 3} rows, fewer than the {rows} the config implies" in message
-    read_table(path, Agreement)  # without a config, only the rows themselves are checked
+    assert refusal(path, Agreement) == message  # without one: the settings recorded beside it
 
 
 @pytest.mark.parametrize(
