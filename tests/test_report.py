@@ -73,8 +73,8 @@ def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tin
     wider = tmp_path / "wider.yaml"
     wider.write_text(yaml.safe_dump({"apjn": {"model": {"width": 48}}}))
     target = f"results/figures/{FIGURE}.pdf"
-    args = ["--cores", "2", "--configfile", str(ROOT / "tests/configs/tiny.yaml"), str(wider)]
-    remade = run_snakemake(workdir, *args, target)
+    configs = [str(ROOT / "tests/configs/tiny.yaml"), str(wider)]
+    remade = run_snakemake(workdir, target, "--cores", "2", "--configfile", *configs)
     assert remade.returncode == 0, remade.stderr[-3000:]
     assert {job for job, _ in announced_jobs(remade.stderr)} == {"apjn_theory_curves", "figure"}
     paper = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / "config/paper.yaml"))
