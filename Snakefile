@@ -33,6 +33,7 @@ include: "workflow/rules/claims.smk"
 
 
 onstart:
+    preflight()  # the outside inputs of the jobs that will run
     record_config(config)  # results/config.yaml: what `make report` describes
 
 

@@ -1,9 +1,10 @@
-"""Outside inputs (CIFAR-100, pretrained GPT-2) are checked when the workflow is parsed; each
-missing one is reported under the key the user set."""
+"""Outside inputs (CIFAR-100, pretrained GPT-2) are checked before the first job of a run, for
+the jobs that will run only; each missing one is reported under the key the user set."""
 
 import copy
 
 import pytest
+from conftest import ROOT, run_snakemake
 
 from transformer_stability.numerics import checks as numerics_checks
 from transformer_stability.registry import missing_inputs as input_errors
@@ -74,3 +75,24 @@ def test_studies_not_run_are_not_checked(config, tmp_path):
     skipped = _with(config, studies=["counting"], apjn__train__data__source="cifar100")
     skipped["apjn"]["train"]["data"]["cifar_root"] = str(tmp_path / "nowhere")
     assert input_errors(skipped) == []
+
+
+def test_only_the_studies_of_the_rules_that_run_are_checked(config, tmp_path):
+    cifar = _with(config, apjn__train__data__source="cifar100")
+    cifar["apjn"]["train"]["data"]["cifar_root"] = str(tmp_path / "nowhere")
+    assert len(input_errors(cifar, ["apjn_train", "counting_training"])) == 1
+    assert input_errors(cifar, ["apjn_theory_curves", "counting_training", "figure"]) == []
+
+
+@pytest.mark.slow
+def test_a_paper_theory_target_runs_without_cifar_or_the_hub_and_the_paper_run_does_not(tmp_path):
+    """The paper preset's pure-theory table needs no outside input; its whole run stops before
+    any job, naming the keys. `--touch` runs the start hook (the preflight) without computing."""
+    paper = ["--configfile", str(ROOT / "config" / "paper.yaml"), "--cores", "1", "--touch"]
+    theory = run_snakemake(tmp_path, *paper, "results/apjn/theory_curves.csv", offline=True)
+    assert theory.returncode == 0, theory.stderr[-3000:]
+    everything = run_snakemake(tmp_path, *paper, offline=True)
+    assert everything.returncode != 0
+    assert "missing inputs" in everything.stderr
+    assert "'apjn.train.data.cifar_root'" in everything.stderr
+    assert "'numerics.models[0].source'" in everything.stderr

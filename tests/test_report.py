@@ -3,6 +3,7 @@ job and reports exactly that figure, as PDF and PNG, with captions and the confi
 run that made it."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copy_of_run, load_yaml
+from conftest import ROOT, announced_jobs, copy_of_run, deep_merge, load_yaml, run_snakemake
 
 from transformer_stability.claims import NOT_RUN, claims_table
 from transformer_stability.claims_page import cpu_times, markdown_page, write_markdown
@@ -92,3 +93,37 @@ def test_the_results_page_keeps_a_table_cell_per_column():
     )
     row = markdown_page(claims, "stamp").splitlines()[-1]
     assert row == f"| X.1 | a \\| b |  |  | c d | {NOT_RUN} | X1 |"
+
+
+def _caption_widths(html: str) -> dict[str, set[str]]:
+    """The model width each of two apjn captions states, as the report holds them."""
+    patterns = {
+        "apjn_theory_curves": r"ViT of width(?:\\n| )(\d+) and depth",
+        "apjn_permsym": r"timm ViTs \(width (\d+),",
+    }
+    return {name: set(re.findall(pattern, html)) for name, pattern in patterns.items()}
+
+
+@pytest.mark.slow
+def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tiny_run, tmp_path):
+    """One figure remade at another width after the tiny run, then a paper configuration
+    recorded (results copied off a cluster): `make report` needs neither CIFAR nor the hub,
+    and captions every figure from the settings of its own tables, not from the record."""
+    workdir = copy_of_run(tiny_run, tmp_path / "run")
+    wider = tmp_path / "wider.yaml"
+    wider.write_text(yaml.safe_dump({"apjn": {"model": {"width": 48}}}))
+    target = f"results/figures/{FIGURE}.pdf"
+    configs = [str(ROOT / "tests/configs/tiny.yaml"), str(wider)]
+    remade = run_snakemake(workdir, target, "--cores", "2", "--configfile", *configs)
+    assert remade.returncode == 0, remade.stderr[-3000:]
+    assert {job for job, _ in announced_jobs(remade.stderr)} == {"apjn_theory_curves", "figure"}
+    paper = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / "config/paper.yaml"))
+    (workdir / "results/config.yaml").write_text(yaml.safe_dump(paper))
+
+    command = report_command(ROOT / "Snakefile", workdir)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    report = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (workdir / "results/report.html").read_text(errors="replace")
+    assert _caption_widths(html) == {"apjn_theory_curves": {"48"}, "apjn_permsym": {"32"}}
+    assert "caption=rendered from the settings of its tables" in html  # no caption text there

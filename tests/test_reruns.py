@@ -80,3 +80,45 @@ def test_changing_the_theory_widths_does_not_retrain(workdir, tmp_path):
     jobs = planned(workdir, str(wider))
     assert "counting_theory" in _rules(jobs)
     assert not _rules(jobs) & {"counting_training", "apjn_train", "numerics_gpt2"}
+
+
+# One config change per mechanism by which a setting reaches a table (settings.py): a rule's own
+# settings (the acceptance case), a wildcard job's own section, a derived rule's own key, a
+# sweep's items and its gather, and a presentation-only key. The claims rule, which tests the
+# claims on every table with every study's section, replans on any of them and is left out.
+CHANGES = {
+    "counting.geometry_length": (
+        {"counting": {"geometry_length": 4}},
+        {"counting_geometry", "figure"},
+        {"counting_geometry"},
+    ),
+    "numerics.softmax.samples": (
+        {"numerics": {"softmax": {"samples": 3}}},
+        {"numerics_bounds", "figure"},
+        {"numerics_softmax"},
+    ),
+    "counting.theory.fit_points": (
+        {"counting": {"theory": {"fit_points": 3}}},
+        {"counting_rates", "counting_exponents", "figure"},
+        {"counting_bmin", "counting_constrained", "counting_exponents", "counting_precision"},
+    ),
+    "apjn.measure.sweep_samples": (
+        {"apjn": {"measure": {"sweep_samples": 2}}},
+        {"apjn_end_to_end", "gather", "figure"},
+        {"apjn_depth_scaling", "apjn_sensitivity"},
+    ),
+    "studies": ({"studies": ["apjn", "counting"]}, set(), set()),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(CHANGES))
+def test_changing_a_setting_replans_the_rules_whose_tables_depend_on_it(workdir, tmp_path, key):
+    change, rules, figures = CHANGES[key]
+    override = tmp_path / "change.yaml"
+    override.write_text(yaml.safe_dump(change))
+    jobs = planned(workdir, str(override))
+    assert _rules(jobs) - {"claims"} == rules
+    assert _figures(jobs) == figures
+    experiments = {w["experiment"] for rule, w in jobs if rule == "numerics_bounds"}
+    assert experiments <= {"softmax"}  # a bound experiment reruns on its own section only

@@ -116,12 +116,3 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run, tmp
     for category in ("Study A: signal propagation", "Study C: counting", "Study N: numerics"):
         assert category in html
     assert "forward_source_block" in html
-
-
-def test_paper_preset_without_its_inputs_stops_before_planning(tmp_path):
-    result = run_snakemake(tmp_path, "-n", "--configfile", "config/paper.yaml", offline=True)
-    assert result.returncode != 0
-    message = result.stdout + result.stderr
-    assert "config key 'apjn.train.data.cifar_root'" in message
-    assert "config key 'numerics.models[0].source': the hub id 'gpt2'" in message
-    assert "Building DAG" not in message and not (tmp_path / "results").exists()

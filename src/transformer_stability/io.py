@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from transformer_stability.settings import read_settings, settings_text, sidecar
 from transformer_stability.tables import (
     MAX_PROBLEMS,
     Table,
@@ -106,25 +107,35 @@ def _problems(
     return problems + table_problems(table, table_schema(model, chunk), line_offset)
 
 
+def write_settings(path: str | Path, settings: Mapping[str, Any]) -> None:
+    """Record beside `path` (a table or a figure) the settings that made it, atomically."""
+    with atomic_path(sidecar(path)) as tmp:
+        tmp.write_text(settings_text(settings))
+
+
 def write_table(
     table: pd.DataFrame,
     path: str | Path,
     model: type[Table] | None = None,
-    config: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
     *,
     chunk: bool = False,
 ) -> None:
     """Write a tidy table as CSV or Parquet (by suffix), atomically, as it is (nothing coerced).
-    With `model`, check it first (with `config`, also the row count the model derives from it;
-    `chunk`: a sweep's chunk table of `model`, with its leading item column): an invalid table
-    raises TableError and nothing is written."""
+    With `model`, check it first (with `settings`, the config slice the table was made under,
+    also the row count the model derives from it; `chunk`: a sweep's chunk table of `model`,
+    with its leading item column): an invalid table raises TableError and nothing is written.
+    `settings` are recorded beside the table (settings.sidecar), written before it, so that
+    a table is never there without the record of what made it."""
     path = Path(path)
     if path.suffix not in (".csv", ".parquet"):
         raise ValueError(f"unsupported table format {path.suffix!r} (use .csv or .parquet)")
     if model is not None:
-        problems = _problems(table, model, config, chunk)
+        problems = _problems(table, model, settings, chunk)
         if problems:
             raise TableError(error_text(path, model, problems, writing=True, chunk=chunk))
+    if settings is not None:
+        write_settings(path, settings)
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet":
             table.to_parquet(tmp, index=False)
@@ -171,8 +182,11 @@ def read_table(
 ) -> pd.DataFrame:
     """Read a tidy table; with `model`, check it as `write_table` does: a truncated, empty or
     hand-edited table raises TableError, which names the file, every problem and the rule
-    that rebuilds it. Without a model, the table is read unchecked."""
+    that rebuilds it. The row count is checked against `config`, else against the settings
+    recorded beside the table, if any. Without a model, the table is read unchecked."""
     path = Path(path)
+    if config is None and model is not None and sidecar(path).exists():
+        config = read_settings(path)
     if path.suffix == ".parquet":
         table, problems, offset = pd.read_parquet(path), [], None
     elif model is None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import matplotlib
+from jinja2 import Environment, StrictUndefined
+
+from transformer_stability.settings import Settings, read_settings, tables_settings
 
 matplotlib.use("Agg")
 
@@ -22,8 +26,9 @@ class FigureSpec:
     the README follow from it.
 
     `tables` maps each keyword argument of `plot` to the table it is drawn from (the output of
-    a data rule); `caption` is reST with Jinja fields over the run's `config`; `labels` gives
-    the report labels of the figure for a config.
+    a data rule); `caption` is reST with Jinja fields over `config`, and `labels` gives the
+    report labels of the figure for a `config`: both are given the settings the figure's own
+    tables record (`figure_settings`), never the config of whatever run came last.
     """
 
     name: str  # results/figures/<name>.pdf and .png
@@ -37,6 +42,39 @@ class FigureSpec:
     @property
     def pdf(self) -> str:
         return f"results/figures/{self.name}.pdf"
+
+    def render_caption(self, settings: Settings) -> str:
+        """The caption for these settings; a field they do not hold is an error, not a blank."""
+        return render_caption(self.caption, settings)
+
+
+def render_caption(caption: str, settings: Settings) -> str:
+    """A caption template (reST with Jinja fields over `config`) rendered for `settings`."""
+    template = Environment(undefined=StrictUndefined).from_string(caption)
+    return template.render(config=settings).strip()
+
+
+def figure_settings(figure: FigureSpec, inputs: Mapping[str, str | Path]) -> Settings:
+    """The settings the figure's tables record (its job's `inputs`, by name), merged; refused
+    (settings.SettingsError naming the tables and the key) where two of them disagree."""
+    return tables_settings({name: inputs[name] for name in figure.tables})
+
+
+@dataclass(frozen=True)
+class ReportCaption:
+    """A figure's caption as its report entry shows it: rendered when the report is built,
+    from the settings the figure job recorded beside the figure (those of the tables it was
+    drawn from; workflow/report/figure.rst calls `render` with the job's outputs). It is the
+    figure job's parameter so that the caption template can reach it; as a parameter it shows
+    only this short text, and Snakemake keeps no record of it (not a builtin)."""
+
+    caption: str  # the FigureSpec's template (a job's parameters are pickled: no FigureSpec)
+
+    def render(self, outputs: Mapping[str, str | Path]) -> str:
+        return render_caption(self.caption, read_settings(outputs["pdf"]))
+
+    def __str__(self) -> str:
+        return "rendered from the settings of its tables"
 
 
 def seaborn() -> ModuleType:

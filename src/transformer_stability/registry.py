@@ -5,6 +5,7 @@ modules (config, io, sweeps, jobs, report, plotting) know no study."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,20 @@ from transformer_stability.tables import Table, below_results, meta
 STUDIES: dict[str, Study] = {study.name: study for study in (_APJN, _NUMERICS, _COUNTING)}
 FIGURES: dict[str, FigureSpec] = {f.name: f for s in STUDIES.values() for f in s.figures}
 SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweeps}
+# The config keys every table depends on (settings.py), by its path below results/: a sweep's
+# gathered tables those of its items, the other tables their study's declaration.
+TABLE_SETTINGS: dict[str, tuple[str, ...]] = {
+    **{
+        f"{t}.csv": w.settings
+        for s in STUDIES.values()
+        for w in s.sweeps
+        for t in w.tables.values()
+    },
+    **{path: keys for s in STUDIES.values() for path, keys in s.settings.items()},
+}
+# The config keys no table depends on (settings.py): what a run builds and shows, not what it
+# computes. Changing one replans no data rule; every other key is in some table's settings.
+PRESENTATION_KEYS: tuple[str, ...] = ("studies",)
 TABLES: dict[str, type[Table]] = {
     **{meta(m)["path"]: m for s in STUDIES.values() for m in s.tables},
     meta(Claims)["path"]: Claims,
@@ -54,12 +69,15 @@ def validate(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     return validate_config(config, schema_path, checks)
 
 
-def missing_inputs(config: dict[str, Any]) -> list[str]:
+def missing_inputs(config: dict[str, Any], rules: Iterable[str] | None = None) -> list[str]:
     """Every missing outside input (local data, pretrained weights) of the studies the config
-    runs, as messages naming the config key."""
-    return [
-        error for name in config["studies"] for error in STUDIES[name].input_errors(config[name])
-    ]
+    runs, as messages naming the config key; with `rules` (the rules of the jobs about to run),
+    only of the studies whose sweeps are among them: only sweep jobs read outside inputs."""
+    names = config["studies"]
+    if rules is not None:
+        running = {sweep_study(SWEEPS[rule]).name for rule in rules if rule in SWEEPS}
+        names = [name for name in names if name in running]
+    return [error for name in names for error in STUDIES[name].input_errors(config[name])]
 
 
 def claim_tables(config: dict[str, Any]) -> list[str]:

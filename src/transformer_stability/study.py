@@ -3,7 +3,7 @@ assembled by `registry.py`: the shared layer reads studies only through this obj
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 class Study:
     """One study: `name` is its config section and its folder under results/; `category` heads
     its figures in the report; `figures`, `sweeps` and `tables` (the models of the tables it
-    writes) are its declarations; `config_errors` and `input_errors` check its config section
+    writes) are its declarations; `settings` gives, for every table not gathered from a sweep
+    (by its path below results/), the config keys it depends on (settings.py; a sweep declares
+    its own); `config_errors` and `input_errors` check its config section
     (constraints between keys, outside inputs such as local data), returning messages that name
     the config key; `claims` are its abstract's claims, which the `claims` rule evaluates on its
     tables."""
@@ -28,6 +30,7 @@ class Study:
     figures: tuple[FigureSpec, ...]
     sweeps: tuple[Sweep, ...]
     tables: tuple[type[Table], ...]
+    settings: Mapping[str, tuple[str, ...]]
     config_errors: Callable[[dict[str, Any]], list[str]]
     input_errors: Callable[[dict[str, Any]], list[str]]
     claims: tuple[ClaimSpec, ...] = ()

@@ -56,9 +56,11 @@ class Sweep:
     `items` builds the items from the study's config section and the run's seed; `tables` maps
     each output of a chunk job (the keys of what `script`'s table function returns, for a chunk
     writing several tables) to the gathered table below results/ (`"apjn/measured_curves"`);
-    `gpu` says whether its jobs may use the GPU (else they run on the CPU); `inputs` lists the
-    outside files its jobs read, from the study's config section; `work` what one item costs
-    (cluster_plan.py turns it into the SLURM time request), None where the cost is not
+    `settings` are the config keys (dotted paths, settings.py) the items are built from: only
+    they are passed to `items`, and the gathered tables record them; `gpu` says whether its jobs
+    may use the GPU (else they run on the CPU; a GPU sweep declares `device`); `inputs` lists
+    the outside files its jobs read, from the study's config section; `work` what one item
+    costs (cluster_plan.py turns it into the SLURM time request), None where the cost is not
     arithmetic (the profile then states the request by hand).
     """
 
@@ -66,6 +68,7 @@ class Sweep:
     script: str
     items: Callable[[Mapping[str, Any], int], Sequence[Item]]
     tables: Mapping[str, str]
+    settings: tuple[str, ...]
     gpu: bool = True
     inputs: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda section: [])
     work: Callable[[Any], Work] | None = None

@@ -1,11 +1,6 @@
 # Study A: signal propagation at initialization. Theory rules write the mean-field tables; every
 # measured model and every training run is a sweep item (transformer_stability/apjn/items.py,
 # chunk rules in sweeps.smk); the rules here derive tables from the theory and the sweeps.
-from transformer_stability.apjn.study import ApjnStudy
-
-APJN_STUDY = ApjnStudy.from_config(config["apjn"])
-
-
 rule apjn_theory_curves:
     input:
         sources=code("apjn_theory_curves.py"),
@@ -18,8 +13,7 @@ rule apjn_theory_curves:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        study=APJN_STUDY,
-        seed=config["seed"],
+        settings=table_settings("apjn_theory_curves"),
     script:
         "../scripts/apjn_theory_curves.py"
 
@@ -39,8 +33,7 @@ rule apjn_theory_depth:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        study=APJN_STUDY,
-        seed=config["seed"],
+        settings=table_settings("apjn_theory_depth"),
     script:
         "../scripts/apjn_theory_depth.py"
 
@@ -57,7 +50,7 @@ rule apjn_agreement:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        compare_from=config["apjn"]["images"]["compare_from_block"],
+        settings=table_settings("apjn_agreement"),
     script:
         "../scripts/apjn_agreement.py"
 
@@ -74,5 +67,7 @@ rule apjn_width_fit:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_width_fit"),
     script:
         "../scripts/apjn_width_fit.py"

@@ -1,15 +1,17 @@
 # Config validation and the helpers every study module uses: sweep chunks, rerun-on-code inputs.
 import re
 
-from jinja2 import Template
 from snakemake.exceptions import WorkflowError
+from snakemake.io import apply_wildcards
 
 from transformer_stability.config import ConfigError, may_use_gpu
+from transformer_stability.plotting import ReportCaption
 from transformer_stability.registry import (
     FIGURES,
     STUDIES,
     SWEEPS,
     claim_sources,
+    TABLE_SETTINGS,
     claim_tables,
     missing_inputs,
     study_figures,
@@ -17,19 +19,26 @@ from transformer_stability.registry import (
     validate,
 )
 from transformer_stability.report import record_config
+from transformer_stability.settings import config_slice, read_settings
 from transformer_stability.sources import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items
+from transformer_stability.tables import below_results
 
 try:
     validate(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-# outside inputs (CIFAR-100, pretrained weights) are there before any job is planned; only the
-# main process checks: a cluster job re-reads this file on a compute node, which may have no
-# network, and its run has passed this check already
-MISSING_INPUTS = missing_inputs(config) if workflow.is_main_process else []
-if MISSING_INPUTS:
-    raise WorkflowError("missing inputs:\n  " + "\n  ".join(MISSING_INPUTS))
+
+
+def preflight():
+    """Stop before the first job if an outside input (CIFAR-100, pretrained weights) of the
+    jobs about to run is missing. Called from `onstart`, which runs only in the main process of
+    a run with work to do: never for a dry run, a report (`make report` builds from a results
+    tree alone) or a cluster job on a node that may have no network."""
+    rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
+    missing = missing_inputs(config, rules)
+    if missing:
+        raise WorkflowError("missing inputs:\n  " + "\n  ".join(missing))
 
 
 def chunks(name, items):
@@ -43,6 +52,22 @@ def code(script):
     """The package modules a workflow script imports: a rule's inputs, so that editing one
     reruns exactly the jobs that run it."""
     return script_sources(f"{workflow.basedir}/workflow/scripts/{script}")
+
+
+def table_settings(rule):
+    """The `settings` parameter of data rule `rule`: the config slice its job's tables depend
+    on (registry.TABLE_SETTINGS), so that changing one of those keys reruns the job; its script
+    reads the config only through it, and every table records it (settings.py). A function of
+    the wildcards alone: Snakemake records no parameter derived from a job's output."""
+
+    def settings(wildcards):
+        outputs = [
+            apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
+        ]
+        keys = {key for path in outputs for key in TABLE_SETTINGS[below_results(path)]}
+        return config_slice(config, keys)
+
+    return settings
 
 
 def one_of(names):
@@ -83,14 +108,14 @@ assert sorted(IMAGE_FORMATS.values())[0] == IMAGE_FORMATS["png"]
 
 
 def figure_labels(file_format):
-    """Report labels of a figure's PDF or PNG."""
-    return lambda wildcards: {
-        **FIGURES[wildcards.figure].labels(config),
+    """Report labels of a figure's PDF or PNG, for the settings recorded beside it."""
+    return lambda wildcards, output: {
+        **FIGURES[wildcards.figure].labels(read_settings(output.pdf)),
         "format": file_format,
     }
 
 
 def figure_caption(wildcards):
-    """The figure's caption with the run's configuration filled in (workflow/report/figure.rst
-    prints it)."""
-    return Template(FIGURES[wildcards.figure].caption).render(config=config).strip()
+    """The figure's caption, rendered by the report from its tables' settings
+    (workflow/report/figure.rst)."""
+    return ReportCaption(FIGURES[wildcards.figure].caption)

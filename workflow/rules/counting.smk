@@ -3,9 +3,6 @@
 # (transformer_stability/counting/items.py), computed in chunk jobs and gathered into
 # bmin_theory.csv + walls.csv and training.csv; small rules derive the rates, the reference laws
 # and the exponent table, so the plot rules only draw tables.
-from transformer_stability.counting.items import geometry_item, residual_item
-
-
 rule counting_geometry:
     input:
         sources=code("counting_geometry.py"),
@@ -18,7 +15,7 @@ rule counting_geometry:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        item=geometry_item(config["counting"], config["seed"]),
+        settings=table_settings("counting_geometry"),
     script:
         "../scripts/counting_geometry.py"
 
@@ -35,7 +32,7 @@ rule counting_residual:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        item=residual_item(config["counting"], config["seed"]),
+        settings=table_settings("counting_residual"),
     script:
         "../scripts/counting_residual.py"
 
@@ -52,7 +49,7 @@ rule counting_references:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        seed=config["seed"],
+        settings=table_settings("counting_references"),
     script:
         "../scripts/counting_references.py"
 
@@ -72,8 +69,7 @@ rule counting_rates:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        fit_points=config["counting"]["theory"]["fit_points"],
-        seed=config["seed"],
+        settings=table_settings("counting_rates"),
     script:
         "../scripts/counting_rates.py"
 
@@ -91,6 +87,6 @@ rule counting_exponents:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        seed=config["seed"],
+        settings=table_settings("counting_exponents"),
     script:
         "../scripts/counting_exponents.py"

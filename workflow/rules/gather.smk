@@ -19,5 +19,6 @@ rule gather:
         "../../envs/pipeline.yaml"
     params:
         order=lambda wildcards: GATHERED[wildcards.table][1],
+        settings=table_settings("gather"),
     script:
         "../scripts/gather_items.py"

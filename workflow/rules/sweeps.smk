@@ -10,8 +10,10 @@ def chunk_lookup(chunked):
 
 
 for sweep in SWEEPS.values():
-    section = config[sweep_study(sweep).name]
-    items = sweep.items(section, config["seed"])
+    # the items see only the keys the sweep declares (its gathered tables record them)
+    settings = config_slice(config, sweep.settings)
+    section = settings[sweep_study(sweep).name]
+    items = sweep.items(section, settings["seed"])
     chunked = chunks(sweep.rule, items)
     for output, table in sweep.tables.items():
         GATHERED[table] = (
@@ -45,7 +47,7 @@ for sweep in SWEEPS.values():
             gpu=GPU_TOKENS if sweep.gpu else 0,
         params:
             chunk_items=chunk_lookup(chunked),
-            device=config["device"] if sweep.gpu else "cpu",
+            device=settings["device"] if sweep.gpu else "cpu",
             script=sweep.script,
         script:
             # a rule's script is read when its job runs, after this loop has moved on: take the

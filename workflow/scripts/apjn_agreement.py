@@ -4,10 +4,12 @@ from transformer_stability.apjn.agreement import agreement
 from transformer_stability.apjn.tables import Agreement, MeasuredCurves
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
+from transformer_stability.settings import derived_settings
 from transformer_stability.tables import Provenance, columns_of
 
 setup_logging(snakemake.log[0])
-curves = read_table(snakemake.input.curves, MeasuredCurves, snakemake.config)
+settings = derived_settings(snakemake.params.settings, [snakemake.input.curves])
+curves = read_table(snakemake.input.curves, MeasuredCurves)
 provenance = curves[columns_of(Provenance)].iloc[[0]].to_dict("records")[0]
-table = agreement(curves, snakemake.params.compare_from)
-write_table(table.assign(**provenance), snakemake.output[0], Agreement, snakemake.config)
+table = agreement(curves, settings["apjn"]["images"]["compare_from_block"])
+write_table(table.assign(**provenance), snakemake.output[0], Agreement, settings)

@@ -6,15 +6,15 @@ from transformer_stability.counting.tables import Exponents, Rates, Walls
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
+from transformer_stability.settings import derived_settings
 
 setup_logging(snakemake.log[0])
-config = snakemake.config
-table = exponent_table(
-    read_table(snakemake.input.rates, Rates, config),
-    read_table(snakemake.input.walls, Walls, config),
-)
+inputs = snakemake.input
+settings = derived_settings(snakemake.params.settings, [inputs.rates, inputs.walls])
+table = exponent_table(read_table(inputs.rates, Rates), read_table(inputs.walls, Walls))
 write_table(
-    with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+    with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
     snakemake.output[0],
     Exponents,
+    settings,
 )

@@ -12,21 +12,26 @@ from transformer_stability.counting.tables import (
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
+from transformer_stability.settings import derived_settings
 
 setup_logging(snakemake.log[0])
-config = snakemake.config
-empirical = empirical_bmin(read_table(snakemake.input.training, Training, config))
-theory = read_table(snakemake.input.theory, BminTheory, config)
-precision = read_table(snakemake.input.precision, Precision, config)
-rates = rates_table(theory, empirical, precision, snakemake.params.fit_points)
+inputs = snakemake.input
+settings = derived_settings(
+    snakemake.params.settings, [inputs.theory, inputs.training, inputs.precision]
+)
+empirical = empirical_bmin(read_table(inputs.training, Training))
+theory = read_table(inputs.theory, BminTheory)
+precision = read_table(inputs.precision, Precision)
+fit_points = settings["counting"]["theory"]["fit_points"]
+rates = rates_table(theory, empirical, precision, fit_points)
 outputs = (
     (empirical, snakemake.output.empirical, EmpiricalBmin),
     (rates, snakemake.output.rates, Rates),
 )
 for table, path, model in outputs:
     write_table(
-        with_provenance(table, seed=snakemake.params.seed, device="cpu", dtype="float64"),
+        with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
         path,
         model,
-        config,
+        settings,
     )

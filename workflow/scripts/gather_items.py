@@ -1,5 +1,5 @@
 """Rule gather: the chunk tables of one sweep -> one tidy table, rows in the sweep's item order,
-whatever the chunking was."""
+whatever the chunking was; it records the sweep's settings."""
 
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
@@ -10,4 +10,4 @@ setup_logging(snakemake.log[0])
 model = table_model(snakemake.output[0])
 chunks = [read_table(path, model, chunk=True) for path in snakemake.input.chunks]
 table = gather_items(chunks, snakemake.params.order)
-write_table(table, snakemake.output[0], model)
+write_table(table, snakemake.output[0], model, snakemake.params.settings)

@@ -16,12 +16,13 @@ EXPERIMENTS = {
 
 setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)
-params = snakemake.params
-compute, model = EXPERIMENTS[snakemake.wildcards.experiment]
-table = compute(params.section, params.seed)
+settings = snakemake.params.settings
+experiment = snakemake.wildcards.experiment
+compute, model = EXPERIMENTS[experiment]
+table = compute(settings["numerics"][experiment], settings["seed"])
 write_table(
-    with_provenance(table, seed=params.seed, device="cpu", dtype="float64"),
+    with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
     snakemake.output[0],
     model,
-    snakemake.config,
+    settings,
 )

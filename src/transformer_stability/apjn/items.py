@@ -402,6 +402,13 @@ def train_work(item: TrainItem) -> Work:
     return Work(flop, what=what)
 
 
+# The config keys (settings.py) each sweep's items and each theory table are built from.
+_MODEL = ("seed", "apjn.model", "apjn.attn_mult", "apjn.mlp_mult", "apjn.input")
+_MEASURE = tuple(f"apjn.measure.{key}" for key in ("samples", "probes", "chunk_size", "dtype"))
+_IMAGES = tuple(f"apjn.images.{key}" for key in ("source", "cifar_root", "count"))
+_CURVES = (*_MODEL, *_MEASURE, *_IMAGES, "apjn.images.forward_source_block")
+_THEORY = (*_MODEL, "apjn.variants", "apjn.theory")
+
 SWEEPS = (
     Sweep(
         "apjn_curves",
@@ -409,6 +416,14 @@ SWEEPS = (
         curve_items,
         {"table": "apjn/measured_curves"},
         work=curve_work,
+        # compare_from_block: A2's caption, drawn from this table, states A3's regions
+        settings=(
+            "device",
+            *_CURVES,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.images.compare_from_block",
+        ),
     ),
     Sweep(
         "apjn_width",
@@ -416,6 +431,7 @@ SWEEPS = (
         width_items,
         {"table": "apjn/width_agreement"},
         work=width_work,
+        settings=("device", *_CURVES, "apjn.width_scan", "apjn.images.compare_from_block"),
     ),
     Sweep(
         "apjn_end_to_end",
@@ -423,8 +439,34 @@ SWEEPS = (
         end_to_end_items,
         {"table": "apjn/end_to_end"},
         work=end_to_end_work,
+        settings=(
+            "device",
+            *_MODEL,
+            *_MEASURE,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.measure.sweep_samples",
+            "apjn.sensitivity",
+            "apjn.depth_scaling",
+        ),
     ),
     Sweep(
-        "apjn_train", "apjn_train.py", train_items, {"table": "apjn/trainability"}, work=train_work
+        "apjn_train",
+        "apjn_train.py",
+        train_items,
+        {"table": "apjn/trainability"},
+        work=train_work,
+        settings=("device", "seed", "apjn.train"),
     ),
 )
+
+SETTINGS = {
+    "apjn/theory_curves.csv": _THEORY,
+    **{
+        f"apjn/{name}.csv": _THEORY
+        for name in ("theory_depth", "asymptotics", "depth_laws", "preln_tokens")
+    },
+    "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/width_excess.csv": (),
+    "apjn/width_slopes.csv": (),
+}

@@ -206,6 +206,10 @@ def geometry_item(counting: dict[str, Any], seed: int) -> GeometryItem:
     return GeometryItem(theory["widths"][0], counting["geometry_length"], theory["margin"], seed)
 
 
+_THEORY = tuple(
+    f"counting.theory.{key}" for key in ("widths", "lengths", "classification_max_length", "margin")
+)
+
 SWEEPS = (
     # LPs and float64 grid checks: the theory never uses the GPU
     Sweep(
@@ -217,6 +221,7 @@ SWEEPS = (
             "walls": "counting/walls",
             "precision": "counting/precision",
         },
+        settings=("seed", *_THEORY),
         gpu=False,
     ),
     Sweep(
@@ -225,5 +230,18 @@ SWEEPS = (
         train_items,
         {"table": "counting/training"},
         work=train_work,
+        settings=("device", "seed", "counting.training", "counting.theory.margin"),
     ),
 )
+
+# The config keys (settings.py) of the tables not gathered from a sweep; a derived table also
+# records those of the tables it is computed from.
+_FIRST_WIDTH = ("seed", "counting.theory.widths")
+SETTINGS = {
+    "counting/geometry.csv": (*_FIRST_WIDTH, "counting.geometry_length", "counting.theory.margin"),
+    "counting/residual.csv": (*_FIRST_WIDTH, "counting.residual"),
+    "counting/reference_slopes.csv": ("seed",),
+    "counting/empirical_bmin.csv": ("seed", "counting.theory.fit_points"),
+    "counting/rates.csv": ("seed", "counting.theory.fit_points"),
+    "counting/exponents.csv": ("seed",),
+}

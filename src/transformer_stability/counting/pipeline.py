@@ -4,7 +4,7 @@
 from transformer_stability.counting import checks, tables
 from transformer_stability.counting.claims import CLAIMS
 from transformer_stability.counting.figures import FIGURES
-from transformer_stability.counting.items import SWEEPS
+from transformer_stability.counting.items import SETTINGS, SWEEPS
 from transformer_stability.study import Study
 
 STUDY = Study(
@@ -13,6 +13,7 @@ STUDY = Study(
     figures=FIGURES,
     sweeps=SWEEPS,
     tables=tables.TABLES,
+    settings=SETTINGS,
     config_errors=checks.config_errors,
     input_errors=checks.input_errors,
     claims=CLAIMS,

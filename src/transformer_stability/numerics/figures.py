@@ -329,15 +329,16 @@ def _overshoot_panel(ax, runs: pd.DataFrame) -> None:
 # --- the registry's declarations of Study N's figures (see transformer_stability/registry.py) ---
 
 
-def _gpt2_labels(code: str, quantity: str):
-    """Labels of a GPT-2 figure: the configured models and test formats."""
+def _gpt2_labels(code: str, quantity: str, precision: str | None = None):
+    """Labels of a GPT-2 figure: the configured models and test formats (or `precision`, for a
+    figure drawn from a table that does not depend on them)."""
     return lambda config: {
         "figure": code,
         "quantity": quantity,
         "models": ", ".join(
             numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
         ),
-        "precision": ", ".join(config["numerics"]["precisions"]),
+        "precision": (precision or ", ".join(config["numerics"]["precisions"])),
     }
 
 
@@ -421,7 +422,7 @@ up and down projections) and omega_KQ = (2/sqrt(d_h)) max over heads of the prod
 2-norms of the absolute row sums of W_K and W_Q, at alpha = 1. Data:
 results/numerics/gpt2_weights.csv.
 """,
-        labels=_gpt2_labels("N4", "weight magnitudes per block"),
+        labels=_gpt2_labels("N4", "weight magnitudes per block", "weights only"),
     ),
     FigureSpec(
         name="numerics_norms",

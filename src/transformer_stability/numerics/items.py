@@ -164,12 +164,15 @@ def group_work(item: GroupItem) -> Work:
     return Work(forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}")
 
 
+_MODELS = ("seed", "numerics.models")
+
 SWEEPS = (
     Sweep(
         "numerics_gpt2",
         "numerics_gpt2.py",
         group_items,
         {"errors": "numerics/gpt2_errors", "recursion": "numerics/gpt2_recursion"},
+        settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
         inputs=_text_input,
         work=group_work,
     ),
@@ -179,6 +182,11 @@ SWEEPS = (
         "numerics_weights.py",
         weights_items,
         {"table": "numerics/gpt2_weights"},
+        settings=_MODELS,
         gpu=False,
     ),
 )
+
+# The synthetic bound experiments: each table depends on its own config section (settings.py).
+BOUND_EXPERIMENTS = ("norms", "softmax", "lipschitz")
+SETTINGS = {f"numerics/{name}.csv": ("seed", f"numerics.{name}") for name in BOUND_EXPERIMENTS}
