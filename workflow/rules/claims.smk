@@ -1,5 +1,6 @@
 # The claims of the three abstracts, each tested on the run's tables by the study that states it
-# (transformer_stability/<study>/claims.py): results/claims.csv, the report's first table.
+# (transformer_stability/<study>/claims.py): results/claims.csv, and the HTML table the report's
+# landing page opens on (results/report/claims.html; `make report` renders it again).
 
 
 rule claims:
@@ -7,11 +8,12 @@ rule claims:
         tables=[f"results/{path}" for path in claim_tables(config)],
         sources=[*code("claims.py"), *claim_sources(config)],
     output:
-        report(
+        table=report(
             "results/claims.csv",
             caption="../report/claims.rst",
             category="Claims",
         ),
+        page="results/report/claims.html",
     log:
         "results/logs/claims.log",
     localrule: True

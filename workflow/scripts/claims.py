@@ -1,7 +1,10 @@
 """Rule claims: every claim of the three abstracts tested on the run's tables
 (transformer_stability/claims.py; each study states its claims in `<study>/claims.py`)."""
 
+from pathlib import Path
+
 from transformer_stability.claims import Claims
+from transformer_stability.claims_page import write_html
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
@@ -14,6 +17,7 @@ tables = {below_results(p): read_table(p, table_model(p)) for p in snakemake.inp
 claims = evaluate_claims(tables, snakemake.params.sections)
 write_table(
     with_provenance(claims, seed=snakemake.params.seed, device="cpu", dtype="float64"),
-    snakemake.output[0],
+    snakemake.output.table,
     Claims,
 )
+write_html(Path(snakemake.output.table), Path(snakemake.output.page))
