@@ -55,10 +55,11 @@ def code(script):
 
 
 def table_settings(rule):
-    """The `settings` parameter of data rule `rule`: the config slice its job's tables depend
-    on (registry.TABLE_SETTINGS), so that changing one of those keys reruns the job; its script
-    reads the config only through it, and every table records it (settings.py). A function of
-    the wildcards alone: Snakemake records no parameter derived from a job's output."""
+    """The `settings` parameter of the data rule named `rule`, the config slice its job's
+    tables depend on (registry.TABLE_SETTINGS), so that changing one of those keys reruns the
+    job; its script reads the config only through it, and every table records it
+    (settings.py). A function of the wildcards alone: Snakemake records no parameter derived
+    from a job's output."""
 
     def settings(wildcards):
         outputs = [
