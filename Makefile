@@ -17,6 +17,9 @@ $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --no-compile -r $(LOCK)
 	$(BIN)/python -m pip install -qq --no-deps -e .
+	@# bytecode on every core (pip compiles on one), before jobs would compile it concurrently;
+	@# as pip does, files that cannot compile (torch's python-3.12-only test helpers) are skipped
+	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 # The lock from pyproject.toml's dependencies and test extra, keeping the pins it already has
