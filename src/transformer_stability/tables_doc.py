@@ -64,7 +64,12 @@ def document() -> str:
         "current. Every table is checked against its model when written and when read; a "
         "sweep's chunk table (`results/<study>/items/<sweep>/<chunk>.csv`) holds its gathered "
         "table's columns after a leading `item` column. NaN: whether a value may be missing "
-        "(an empty field). A float column refuses +-inf unless its values say otherwise."
+        "(an empty field). A float column refuses +-inf unless its values say otherwise.\n\n"
+        "Beside every table, `<table>.settings.json` records the configuration it was made "
+        "with: the keys its rule depends on (and, for a table computed from others, theirs), "
+        "with a hash (`transformer_stability.settings`). A figure records the merged settings "
+        "of its tables beside it (`results/figures/<name>.settings.json`); the report captions "
+        "it from that record."
     )
     return "\n\n".join([head, *map(table_section, TABLES.values())]) + "\n"
 
