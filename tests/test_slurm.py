@@ -108,6 +108,7 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
     args = ["--profile", _test_profile(tmp_path / "profile"), "--configfile", TINY]
     args += ["--slurm-no-account", "--slurm-status-command", "squeue"]
     args += ["--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs"]
+    args += ["--seconds-between-status-checks", "1"]  # a local cluster answers at once
     workdir = tmp_path / "run"
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args, "--", *TARGETS]

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog, minimize, minimize_scalar
+import scipy  # scipy.optimize loads on first use: the registry imports this module
 
 HALF = 0.5
 _POLYGON = 64  # |U| <= r is relaxed to <U, d_k> <= r over 64 directions: still a lower bound
@@ -87,7 +87,7 @@ def minimal_gain(
     if not np.isfinite(vals).any():
         return GainOptimum(math.nan, math.inf)
     i = int(np.argmin(vals))
-    res = minimize_scalar(
+    res = scipy.optimize.minimize_scalar(
         lambda x: min(gain_for_alpha(math.exp(x), length, half), 1e300),
         bounds=(xs[max(i - 1, 0)], xs[min(i + 1, len(xs) - 1)]),
         method="bounded",
@@ -160,7 +160,7 @@ def arc_readout_lp(
     if bias_bounded:
         rows.append(np.array([[0.0, 0.0, 1.0, -1.0], [0.0, 0.0, -1.0, -1.0]]))
         rhs.append(np.zeros(2))
-    res = linprog(
+    res = scipy.optimize.linprog(
         [0, 0, 0, 1],
         A_ub=np.vstack(rows),
         b_ub=np.concatenate(rhs),
@@ -201,7 +201,7 @@ def optimal_arc(
     if length < 256:  # far from the asymptotic geometry: look around first
         starts += [np.array([f, math.log(g)]) for f in (0.0, 0.3, 0.6) for g in (0.1, 0.2, 0.4)]
     start = min(starts, key=value)
-    res = minimize(
+    res = scipy.optimize.minimize(
         value,
         start,
         method="Nelder-Mead",
