@@ -21,7 +21,7 @@ import pandas as pd
 from transformer_stability.claims import HOLDS, NOT_RUN, Claims
 from transformer_stability.io import atomic_path, read_table
 
-COLUMNS = ("claim", "statement", "statistic", "value", "criterion", "verdict", "figure")
+COLUMNS = tuple(Claims.to_schema().columns)  # the claims' own, in the model's order
 _VERDICT_CLASS = {HOLDS: "holds", NOT_RUN: "not-run"}  # anything else: does not hold
 
 
