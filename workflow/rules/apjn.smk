@@ -71,3 +71,22 @@ rule apjn_width_fit:
         settings=table_settings("apjn_width_fit"),
     script:
         "../scripts/apjn_width_fit.py"
+
+
+rule apjn_finite_n_compare:
+    input:
+        table="results/apjn/finite_n.csv",
+        sources=code("apjn_finite_n_compare.py"),
+    output:
+        "results/apjn/finite_n_compare.csv",
+    log:
+        "results/logs/apjn/finite_n_compare.log",
+    benchmark:
+        "results/benchmarks/apjn/finite_n_compare.tsv"
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_finite_n_compare"),
+    script:
+        "../scripts/apjn_finite_n_compare.py"
