@@ -26,6 +26,7 @@ rule apjn_theory_depth:
         asymptotics="results/apjn/asymptotics.csv",
         laws="results/apjn/depth_laws.csv",
         tokens="results/apjn/preln_tokens.csv",
+        crossovers="results/apjn/preln_crossovers.csv",
     log:
         "results/logs/apjn/theory_depth.log",
     benchmark:

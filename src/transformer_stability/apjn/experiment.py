@@ -296,7 +296,9 @@ def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
         mf = mean_field_from_model(model)
         a_sum, m_sum = a_sum + mf.a * blocks, m_sum + mf.m * blocks
         for n, (x, v) in states.items():
-            x, v, piece_norms = push_tangents(model_blocks(model), x.to(device, dtype), v.to(device, dtype))
+            x, v, piece_norms = push_tangents(
+                model_blocks(model), x.to(device, dtype), v.to(device, dtype)
+            )
             states[n] = x, v
             norms[n].append(piece_norms)
     frames = []

@@ -78,47 +78,100 @@ def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Serie
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
-def _preln_panels(
-    ax_pow, ax_tokens, depth: pd.DataFrame, asymptotics, laws, tokens: pd.DataFrame, color
-) -> None:
-    """Pre-LN: J^{L,0} on log-log axes with the zeta_- fit and law, and the local exponent of
-    every token count N against L / N^3 with the two-mode closed form and zeta_-, zeta_+."""
+CLOSURE_STYLES = {"released": "-", "exact": "-."}
+"""Line style of each closure of uniform attention: the authors' recursion and the exact one."""
+
+
+def _preln_power_panel(ax, depth: pd.DataFrame, asymptotics, laws, color) -> None:
+    """Pre-LN's J^{L,0} at the model's own N on log-log axes with the zeta_- fit and law."""
     variant = Variant("ln")
     part = _select(depth, variant).sort_values("depth")
-    if not part.empty:
-        rows = _select(asymptotics, variant)
-        own = rows["n_tokens"] == part["n_tokens"].iloc[0]
-        fit = rows[own & (rows["quantity"] == "zeta_minus")].iloc[0]
-        law = _select(laws, variant).sort_values("depth")
-        label = (
-            f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
-            f" ζ₋ = {fit['predicted']:.3f}"
+    if part.empty:
+        return
+    rows = _select(asymptotics, variant)
+    n = part["n_tokens"].iloc[0]
+    fit = rows[(rows["n_tokens"] == n) & (rows["quantity"] == "zeta_minus")].iloc[0]
+    law = _select(laws, variant).sort_values("depth")
+    label = (
+        f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
+        f" ζ₋ = {fit['predicted']:.3f}"
+    )
+    ax.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
+    ax.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
+    ax.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title(f"pre-LN, N = {n}: J between $L^{{\\zeta_-}}$ and $L^{{\\zeta_+}}$")
+
+
+def _crossover_label(n: int, crossovers: pd.DataFrame) -> str:
+    """N, then per closure the generic-input crossover depth and the rho = 1 one."""
+    parts = []
+    for row in crossovers[crossovers["n_tokens"] == n].itertuples():
+        generic = (
+            "none"
+            if np.isnan(row.generic_crossover_depth)
+            else f"{row.generic_crossover_depth:.2g}"
         )
-        ax_pow.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
-        ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
-        ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
-        ax_pow.legend(loc="upper left", frameon=False, fontsize=8)
+        parts.append(f"{row.closure} {generic} (ρ=1: {row.crossover_depth:.2g})")
+    return f"N = {n}: " + ", ".join(parts)
+
+
+def _preln_token_panel(ax, tokens: pd.DataFrame, crossovers: pd.DataFrame) -> None:
+    """Pre-LN's local exponent of every token count N against L / N^3 in both closures, each
+    N's zeta_+ labelled, its generic-input crossover marked (x) and listed in the legend."""
     counts = sorted(tokens["n_tokens"].unique())
     palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    x_max = tokens["scaled_depth"].max()
     for n in counts:
-        rows = tokens[tokens["n_tokens"] == n].sort_values("depth")
-        x = rows["scaled_depth"]
-        ax_tokens.plot(x, rows["local_slope"], color=palette[n], label=f"N = {n}")
-        ax_tokens.plot(x, rows["two_mode_slope"], "--", color=palette[n], lw=1)
-        ax_tokens.axhline(rows["zeta_plus"].iloc[0], color=palette[n], ls=":", lw=0.8)
-        cross = rows["crossover_depth"].iloc[0] / n**3
-        if x.min() <= cross <= x.max():
-            ax_tokens.axvline(cross, color=palette[n], ls=":", lw=0.8)
+        for closure, style in CLOSURE_STYLES.items():
+            rows = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == closure)]
+            rows = rows.sort_values("depth")
+            label = _crossover_label(n, crossovers) if closure == "released" else None
+            ax.plot(rows["scaled_depth"], rows["local_slope"], style, color=palette[n], label=label)
+            cross = crossovers[(crossovers["n_tokens"] == n) & (crossovers["closure"] == closure)]
+            depth = cross["generic_crossover_depth"].iloc[0]
+            if not np.isnan(depth):
+                y = np.interp(depth, rows["depth"], rows["local_slope"])
+                ax.plot(depth / n**3, y, "x", color=palette[n], ms=7)
+        zeta_plus = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == "released")]
+        value = zeta_plus["zeta_plus"].iloc[0]
+        ax.axhline(value, color=palette[n], ls=":", lw=0.8)
+        ax.text(
+            x_max,
+            value,
+            f"ζ₊ = {value:.3f} (N = {n}) ",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=palette[n],
+        )
     if counts:
+        exact_plus = tokens.loc[tokens["closure"] == "exact", "zeta_plus"].iloc[0]
+        ax.axhline(exact_plus, color="black", ls="-.", lw=0.8)
+        ax.text(
+            x_max,
+            exact_plus,
+            f"exact closure: ζ₊ = {exact_plus:g} at every N ",
+            ha="right",
+            va="top",
+            fontsize=7,
+        )
         zeta_minus = tokens["zeta_minus"].iloc[0]
-        ax_tokens.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
-        ax_tokens.text(
+        ax.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
+        ax.text(
             tokens["scaled_depth"].min(), zeta_minus, " ζ₋", va="bottom", fontsize=8, color="grey"
         )
-    ax_tokens.set_xscale("log")
-    ax_tokens.set_xlabel(r"$L / N^3$")
-    ax_tokens.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
-    ax_tokens.legend(frameon=False, fontsize=8, loc="upper left")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$L / N^3$")
+    ax.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
+    ax.set_title("local exponent; x: crossover from the generic input")
+    ax.legend(
+        frameon=False,
+        fontsize=7,
+        loc="upper left",
+        title="generic-input crossover depth",
+        title_fontsize=7,
+    )
 
 
 def _measured_panel(ax, measured: pd.DataFrame, colors: dict) -> None:
@@ -152,9 +205,11 @@ def plot_depth_scaling(
     laws: pd.DataFrame,
     measured: pd.DataFrame,
     tokens: pd.DataFrame,
+    crossovers: pd.DataFrame,
 ) -> Figure:
     """A4: end-to-end J^{L,0} vs L. Left: pre-LN on log-log axes with the zeta_- law, and its
-    local exponent against L / N^3 for several token counts (the two-mode crossover). Middle:
+    local exponent against L / N^3 for several token counts in both closures (the crossover
+    to zeta_+). Middle:
     the saturating maps as ln J vs sqrt(L) and their local slopes. Right: the measured points
     at the measured depths with the theory."""
     set_style()
@@ -162,9 +217,8 @@ def plot_depth_scaling(
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     fig = Figure(figsize=(15, 7.5), layout="constrained")
     axes = fig.subplot_mosaic([["pow", "sqrt", "meas"], ["tokens", "sqrt_local", "meas"]])
-    _preln_panels(
-        axes["pow"], axes["tokens"], depth, asymptotics, laws, tokens, colors.get(("ln", None))
-    )
+    _preln_power_panel(axes["pow"], depth, asymptotics, laws, colors.get(("ln", None)))
+    _preln_token_panel(axes["tokens"], tokens, crossovers)
     for variant in variants:
         if variant.norm == "ln":
             continue
@@ -185,7 +239,6 @@ def plot_depth_scaling(
     axes["pow"].set_yscale("log")
     axes["pow"].set_xlabel("depth L")
     axes["pow"].set_ylabel(r"$J^{L,0}$")
-    axes["pow"].set_title("pre-LN: power law $J \\propto L^{\\zeta_-}$ for $L \\ll N^3$")
     axes["sqrt"].set_ylabel(r"$\ln J^{L,0}$")
     axes["sqrt"].set_title(r"saturating maps: $\ln J \propto \alpha\sqrt{L}$")
     axes["sqrt_local"].set_xlabel(r"$\sqrt{L}$")
@@ -200,6 +253,42 @@ def plot_depth_scaling(
         ha="center",
         fontsize=8,
     )
+    return fig
+
+
+def plot_finite_n(compare: pd.DataFrame) -> Figure:
+    """A10: measured/theory J^{b,0} of deep pre-LN models at few tokens for both closures, one
+    panel per input; mean over initializations with bootstrap bars."""
+    set_style()
+    inputs = list(dict.fromkeys(compare["input"]))
+    counts = sorted(compare["n_tokens"].unique())
+    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    fig = Figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(inputs), sharey=True))
+    for ax, kind in zip(axes, inputs, strict=True):
+        for n in counts:
+            rows = compare[(compare["input"] == kind) & (compare["n_tokens"] == n)]
+            rows = rows.sort_values("block")
+            for k, (closure, style) in enumerate(CLOSURE_STYLES.items()):
+                ratio = rows[f"ratio_{closure}"]
+                bars = [ratio - rows[f"ratio_{closure}_lo"], rows[f"ratio_{closure}_hi"] - ratio]
+                ax.errorbar(
+                    rows["block"] * (1.04 if k else 0.96),
+                    ratio,
+                    yerr=bars,
+                    fmt="o" + style,
+                    ms=4,
+                    color=palette[n],
+                    mfc=palette[n] if closure == "exact" else "white",
+                    capsize=2,
+                    label=f"N = {n}, {closure}",
+                )
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("block b")
+        ax.set_title(f"{kind} tokens (d = {int(compare['width'].iloc[0])})")
+    axes[0].set_ylabel(r"measured / theory $J^{b,0}$")
+    axes[-1].legend(frameon=False, fontsize=8)
     return fig
 
 
@@ -772,28 +861,34 @@ repeats the image comparison with the full-Gram closure (pre-LN and Derf). The d
             "laws": "results/apjn/depth_laws.csv",
             "measured": "results/apjn/end_to_end.csv",
             "tokens": "results/apjn/preln_tokens.csv",
+            "crossovers": "results/apjn/preln_crossovers.csv",
         },
         plot=plot_depth_scaling,
         caption="""\
 A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
-{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN. Its (J, K)
-recursion, linearised at token correlation 1, has two power laws, ζ₋ = m/(m + 2a) and
-ζ₊ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on ζ₊, so for
-L much below the crossover (about N^3 blocks) J grows as L^ζ₋: the paper's power law. The
-legend gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the
-same fit of the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against
-L / N^3 for N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens (solid:
-recursion from q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }},
-to {{ config["apjn"]["theory"]["token_max_depth"] }} blocks; dashed: two-mode closed form, exact
-when p0 = q0; dotted: ζ₋ (grey), each N's ζ₊ and crossover). The recursion approaches
-the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - ζ₋)). Middle:
+{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN at the model's
+own N. Its (J, K) recursion, linearised at token correlation 1, has two power laws,
+ζ₋ = m/(m + 2a) and ζ₊ = 1 + a/(N(a + m/2)) in the authors' closure (ζ₊ = 1 in the exact
+one, results/apjn/preln_crossovers.csv); the start (J, K) = (1, 0) puts weight 1/(N + 1) on
+ζ₊ in both, so J grows between L^ζ₋ and L^ζ₊, as L^ζ₋ only far below the crossover. The legend
+gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the same fit of
+the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against L / N^3 for
+N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens and the model's own
+(solid: the authors' closure; dash-dotted: uniform attention taken exactly; both from
+q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}, to
+{{ config["apjn"]["theory"]["token_max_depth"] }} blocks). Dotted lines: ζ₋ (grey) and each N's
+ζ₊ in the authors' closure, labelled; dash-dotted black: the exact closure's ζ₊. x: the
+generic-input crossover, the first depth after the plateau where the local exponent reaches
+(ζ₋ + ζ₊)/2; the legend lists it per closure beside the ρ = 1 formula's (none: the plateau
+already lies above the midpoint, or the crossover is beyond the computed depth). Which closure
+the measurement supports: A10. Middle:
 ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential, subcritical
 growth) whose slope is proportional to alpha (dashed: closed-form slope), and its local slope.
 Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
 at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
 over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
 with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
-asymptotics.csv, preln_tokens.csv and end_to_end.csv (sweep "depth").
+asymptotics.csv, preln_tokens.csv, preln_crossovers.csv and end_to_end.csv (sweep "depth").
 """,
         labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
     ),
@@ -924,6 +1019,34 @@ width_agreement.csv).
             "image-input GMFE − 1 vs model width",
             "natural images",
             models=lambda config: _variant_list(config["apjn"]["width_scan"]["variants"]),
+        ),
+    ),
+    FigureSpec(
+        name="apjn_finite_n",
+        code="A10",
+        study="apjn",
+        tables={"compare": "results/apjn/finite_n_compare.csv"},
+        plot=plot_finite_n,
+        caption="""\
+A10. Which closure of uniform attention holds at few tokens: J^{b,0} measured in pre-LN timm ViTs
+of width {{ config["apjn"]["finite_n"]["width"] }} and depth
+{{ config["apjn"]["finite_n"]["depth"] }} (built {{ config["apjn"]["finite_n"]["chunk_blocks"] }}
+blocks at a time), over the theory's, for N = {{ config["apjn"]["finite_n"]["token_counts"] |
+join(", ") }} tokens (CLS excluded; N + 1 attend). Open markers, solid: the authors' closure
+(cross-token term a chi_p, self-term a chi_q / N); filled, dash-dotted: uniform attention taken
+exactly (a chi_p N/(N + 1), a chi_q/(N + 1), and the statistics' self-term). Left: identical
+tokens (p0 = q0), where uniform attention is exact at any weights; right: the generic input
+(p0 = {{ config["apjn"]["input"]["p0"] }}). Mean over {{ config["apjn"]["finite_n"]["inits"] }}
+initializations ({{ config["apjn"]["finite_n"]["probes"] }} probes each), each against the
+theory with its own (a, m); bars: 95 % bootstrap intervals over initializations. A closure
+fits where its bar covers 1 (column verdict). Data: results/apjn/finite_n_compare.csv (from
+finite_n.csv).
+""",
+        labels=_labels(
+            "A10",
+            "measured / theory APJN at few tokens, both closures",
+            "identical and generic tokens",
+            models=lambda config: "pre-LN",
         ),
     ),
 )

@@ -443,7 +443,10 @@ def finite_n_work(item: FiniteNItem) -> Work:
     """Forward-mode probes of both inputs at every token count through the whole model."""
     spec = item.spec
     flop = sum(
-        2 * item.probes * TRAIN_FACTOR * transformer_flop(spec.depth, spec.width, n + 1, spec.mlp_ratio)
+        2
+        * item.probes
+        * TRAIN_FACTOR
+        * transformer_flop(spec.depth, spec.width, n + 1, spec.mlp_ratio)
         for n in item.token_counts
     )
     return Work(flop, what=f"2 inputs x {item.probes} probes, N = {item.token_counts}")
@@ -527,7 +530,13 @@ SETTINGS = {
     "apjn/theory_curves.csv": _THEORY,
     **{
         f"apjn/{name}.csv": _THEORY
-        for name in ("theory_depth", "asymptotics", "depth_laws", "preln_tokens")
+        for name in (
+            "theory_depth",
+            "asymptotics",
+            "depth_laws",
+            "preln_tokens",
+            "preln_crossovers",
+        )
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
     "apjn/finite_n_compare.csv": ("seed",),

@@ -245,6 +245,10 @@ def preln_two_mode_log_apjn(
     return mlp + np.logaddexp(math.log(w_minus), math.log(w_plus) + attention)
 
 
+SHARE_BRACKET = (-30.0, 100.0)
+"""ln L bracket of the share-depth root: from far below one block to far beyond any depth."""
+
+
 def preln_share_depth(
     mf: MeanField, q0: float, share: float = 0.5, j0: float = 1.0, k0: float = 0.0
 ) -> float:
@@ -257,14 +261,14 @@ def preln_share_depth(
     modes = preln_modes(mf)
     w_minus, w_plus = preln_mode_weights(mf, j0, k0)
     target = math.log(w_minus / w_plus * share / (1 - share))
-    if target <= 0:
-        return 0.0
     start, shift = q0 / modes.growth, modes.attention_eigenvalue / modes.growth
 
     def gap(log_depth: float) -> float:
         return float(_log_rising_ratio(start, shift, np.array(math.exp(log_depth)))) - target
 
-    return math.exp(brentq(gap, -30.0, 100.0, xtol=1e-12))
+    if gap(SHARE_BRACKET[0]) >= 0:  # at (or within rounding of) that share already
+        return 0.0
+    return math.exp(brentq(gap, *SHARE_BRACKET, xtol=1e-12))
 
 
 def _arcsine_map(rho: float) -> float:
