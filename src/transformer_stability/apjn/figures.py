@@ -168,7 +168,7 @@ def _preln_token_panel(ax, tokens: pd.DataFrame, crossovers: pd.DataFrame) -> No
     ax.legend(
         frameon=False,
         fontsize=7,
-        loc="upper left",
+        loc="lower right",
         title="generic-input crossover depth",
         title_fontsize=7,
     )
