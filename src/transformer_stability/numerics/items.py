@@ -29,6 +29,20 @@ _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
 _EMULATED = re.compile(r"m(\d+)(?:k(\d+))?")
 # explicit mantissa bits of the torch formats (rounding.Precision builds on these)
 FORMAT_MANTISSA_BITS = {"fp64": 52, "fp32": 23, "bf16": 7, "fp16": 10}
+# the operation types of a GPT-2 block whose outputs a test format rounds: each matmul family,
+# the softmax, LayerNorm, GELU and the residual add (numerics/gpt2.py names them)
+SOURCES = (
+    "qkv",
+    "scores",
+    "softmax",
+    "mix",
+    "attn_proj",
+    "fc",
+    "gelu",
+    "mlp_proj",
+    "layernorm",
+    "add",
+)
 
 
 def format_unit_roundoff(precision: str) -> float:
