@@ -97,7 +97,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
             ax.plot(run.checkpoint, run.p50, color=colors[alpha], marker=".", ms=3)
         ax.set_yscale("log")
         label = "median_t" if metric == "stream_median_l2" else "min_t"
-        ax.set_title(f"{model}: {label} ‖h_t‖₂ (median over sequences)", fontsize=9)
+        ax.set_title(f"{model}\n{label} ‖h_t‖₂, median over sequences", fontsize=8)
         ax.set_xlabel("residual add")
     axes[0, 0].set_ylabel("stream size ‖h_t‖₂")
     _alpha_legend(fig, colors)
@@ -135,11 +135,16 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     quantities = ["omega_ov", "omega_ud", "omega_kq"]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for ax, quantity in zip(axes, quantities, strict=True):
-        for model, run in table[table.quantity == quantity].groupby("model"):
+        values = table[table.quantity == quantity]
+        for model, run in values.groupby("model"):
             ax.plot(run.block, run.value, marker="o", ms=3, label=model)
-        # log: seed noise of a few percent must not look like structure next to the decades
-        # between random and pretrained weights
-        ax.set(yscale="log", xlabel="block", title=OMEGA_LABELS[quantity])
+        ax.set(xlabel="block", title=OMEGA_LABELS[quantity])
+        # within a decade: a linear axis from 0, so a few percent of seed noise looks small;
+        # across decades (random next to trained weights): log
+        if values.value.max() > 10 * values.value.min():
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(0, 1.1 * values.value.max())
         ax.legend(fontsize=8)
     return fig
 

@@ -134,10 +134,12 @@ def _run_group(
     batch_size: int,
     device: torch.device,
 ) -> dict[str, _Accumulator]:
-    """Test runs that store the same numbers (one storage dtype) share one float64 reference."""
+    """Test runs that store the same numbers (one storage dtype) share one float64 reference,
+    and one copy of the stored weights (a format's weights depend on its storage dtype only)."""
     storage = precisions[0]
-    tests = [stored_blocks(model, p, alpha, device) for p in precisions]
-    ref_blocks = [block.cast(REFERENCE) for block in tests[0]]
+    stored = stored_blocks(model, storage, alpha, device)
+    tests = [stored] * len(precisions)
+    ref_blocks = [block.cast(REFERENCE) for block in stored]
     accs = {p.name: _Accumulator() for p in precisions}
     with torch.no_grad():
         for batch in ids.split(batch_size):
