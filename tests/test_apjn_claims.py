@@ -15,11 +15,11 @@ from transformer_stability.apjn.tables import (
     Agreement,
     Asymptotics,
     EndToEnd,
+    MatchedPairs,
     MeasuredCurves,
     TheoryDepth,
     Trainability,
     TuningWindows,
-    MatchedPairs,
     WidthExcess,
     WidthSlopes,
 )
@@ -294,8 +294,9 @@ def train_rows(derf_losses: tuple[float, ...], derf_rise: float = 0.5, rates=RAT
     α₀ 1 `derf_losses`, α₀ 2 and every larger init multiplier or depth raised by `derf_rise`;
     at the largest α₀, multiplier and depth Derf's first seed diverges at the largest rate."""
     rows = []
-    grid = [(v, a, m, d, s) for v in ("ln", "derf") for a in ((np.nan,) if v == "ln" else (1.0, 2.0))
-            for m in mults for d in depths for s in (0, 1)]  # fmt: skip
+    alphas = {"ln": (np.nan,), "derf": (1.0, 2.0)}
+    grid = [(v, a, m, d, s) for v in alphas for a in alphas[v] for m in mults for d in depths
+            for s in (0, 1)]  # fmt: skip
     for norm, alpha, mult, depth, seed in grid:
         steps = (alpha == 2.0) + (mult > 1) + (depth > min(depths))
         losses = (1.0, 1.0, 1.05) if norm == "ln" else [x + steps * derf_rise for x in derf_losses]

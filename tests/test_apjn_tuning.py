@@ -69,8 +69,9 @@ def _grid(outcome) -> pd.DataFrame:
         for depth in (2, 4, 8):
             for mult in (1.0, 4.0):
                 log_j = alpha * depth + mult
+                loss = outcome(alpha, depth, log_j)
                 rows.append({"norm": "derf", "alpha": alpha, "attn_mult": mult, "depth": depth,
-                             "log_apjn": log_j, "best_loss": outcome(alpha, depth, log_j)})  # fmt: skip
+                             "log_apjn": log_j, "best_loss": loss})  # fmt: skip
     return pd.DataFrame(rows)
 
 
