@@ -71,3 +71,21 @@ rule apjn_width_fit:
         settings=table_settings("apjn_width_fit"),
     script:
         "../scripts/apjn_width_fit.py"
+
+
+rule apjn_tuning:
+    input:
+        table="results/apjn/trainability.csv",
+        sources=code("apjn_tuning.py"),
+    output:
+        windows="results/apjn/tuning_windows.csv",
+        pairs="results/apjn/matched_pairs.csv",
+    log:
+        "results/logs/apjn/tuning.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_tuning"),
+    script:
+        "../scripts/apjn_tuning.py"
