@@ -74,6 +74,24 @@ rule apjn_width_fit:
         "../scripts/apjn_width_fit.py"
 
 
+rule apjn_tuning:
+    input:
+        table="results/apjn/trainability.csv",
+        sources=code("apjn_tuning.py"),
+    output:
+        windows="results/apjn/tuning_windows.csv",
+        pairs="results/apjn/matched_pairs.csv",
+    log:
+        "results/logs/apjn/tuning.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_tuning"),
+    script:
+        "../scripts/apjn_tuning.py"
+
+
 rule apjn_finite_n_compare:
     input:
         table="results/apjn/finite_n.csv",

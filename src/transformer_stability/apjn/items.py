@@ -367,10 +367,10 @@ def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
 
 
 def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
-    """Two slices of the trainability sweep, one item per (norm, depth, seed): α₀ x every rate
-    of train.lrs at the largest depth, α₀ x every depth at train.depth_lr; every α₀ at every init
-    multiplier, pre-LN alongside; seeds seed .. seed + train.seeds - 1. With train.batched
-    false every run is its own item (a job per ViT-B run at paper scale)."""
+    """The trainability grid, one item per (norm, depth, seed): every α₀ at every init
+    multiplier and every peak rate of train.lrs, pre-LN alongside, at every depth of
+    train.depths; seeds seed .. seed + train.seeds - 1. With train.batched false every run is
+    its own item (a job per ViT-B run at paper scale)."""
     cfg = apjn["train"]
     model = cfg["model"]
     base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
@@ -381,7 +381,6 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
         weight_decay=cfg["weight_decay"],
         warmup_fraction=cfg["warmup_fraction"],
     )
-    deepest = max(cfg["depths"])
     norms = [("ln", (None,))] + [(norm, tuple(cfg["alphas"])) for norm in cfg["norms"]]
     groups = [
         TrainItem(
@@ -389,7 +388,7 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
             model["init_std"],
             alphas,
             tuple(cfg["mults"]),
-            tuple(cfg["lrs"]) if depth == deepest else (cfg["depth_lr"],),
+            tuple(cfg["lrs"]),
             run_seed,
             task,
             schedule,
@@ -542,4 +541,6 @@ SETTINGS = {
     "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
     "apjn/width_slopes.csv": (),
+    "apjn/tuning_windows.csv": (),
+    "apjn/matched_pairs.csv": (),
 }
