@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.items import Variant
@@ -68,8 +68,7 @@ def plot_theory_curves(curves: pd.DataFrame) -> Figure:
         ax.set_title(titles[direction])
     axes[0].set_ylabel("APJN (mean-field theory)")
     axes[1].legend(title="norm", loc="upper left", frameon=False)
-    width = int(curves["width"].iloc[0])
-    fig.suptitle(f"APJN at initialization, permutation-symmetric input (d = {width})")
+    fig.suptitle("APJN at initialization, permutation-symmetric input (infinite-width theory)")
     return fig
 
 
@@ -299,6 +298,26 @@ def _sample_mean(part: pd.DataFrame, by: str, columns: list[str]) -> pd.DataFram
     return stats.reset_index()
 
 
+def _ratio_spread(part: pd.DataFrame, by: str, theory: str = "apjn_theory") -> pd.DataFrame:
+    """Per value of `by`: mean, min and max of measured/theory over the curves (each
+    initialization and sample its own ratio), so that single curves' deviations stay visible
+    where the means hide them."""
+    ratio = (part["apjn"] / part[theory]).groupby(part[by]).agg(["mean", "min", "max"])
+    return ratio.reset_index()
+
+
+def _ratio_panel(ax, stats: pd.DataFrame, by: str, color, marker: str = "o") -> None:
+    """Measured/theory on a log axis: the mean (line and dots) inside the range of the curves
+    (band), and a reference line at 1."""
+    ax.fill_between(stats[by], stats["min"], stats["max"], color=color, alpha=0.18, lw=0)
+    ax.plot(stats[by], stats["mean"], color=color, marker=marker, ms=3, lw=1.0)
+    ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:.3g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+
+
 def plot_permsym(curves: pd.DataFrame) -> Figure:
     """A1: measured APJN (dots: mean over samples, bars: spread) against the theory (lines) on
     the permutation-symmetric input, backward J^{L,b} and forward J^{b,0}."""
@@ -308,14 +327,17 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
         raise ValueError("A1 needs equiangular-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, direction in zip(axes, ("backward", "forward"), strict=True):
+    fig = Figure(figsize=(10, 7.2), layout="constrained")
+    grid = fig.subplots(2, 2, sharex="col", sharey="row", height_ratios=(3, 2))
+    axes = grid[0]
+    for col, direction in enumerate(("backward", "forward")):
+        ax = axes[col]
         for variant in variants:
             part = _select(curves, variant)
             part = part[part["direction"] == direction]
             stats = _sample_mean(part, "block", ["apjn", "apjn_theory"])
             color = colors[(variant.norm, variant.alpha)]
+            _ratio_panel(grid[1, col], _ratio_spread(part, "block"), "block", color)
             ax.plot(
                 stats["block"],
                 stats["apjn_theory_mean"],
@@ -335,11 +357,12 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
                 elinewidth=0.8,
             )
         ax.set_yscale("log")
-        ax.set_xlabel("block b")
+        grid[1, col].set_xlabel("block b")
     depth = int(curves["depth"].iloc[0])
     axes[0].set_title(f"backward $J^{{L,b}}$ (L = {depth})")
     axes[1].set_title("forward $J^{b,0}$")
     axes[0].set_ylabel("APJN")
+    grid[1, 0].set_ylabel("measured / theory\n(line: mean; band: range of the curves)")
     axes[1].legend(
         title="lines: theory, dots: measured",
         loc="upper left",
@@ -352,40 +375,51 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
     return fig
 
 
+def _images_panel(ax, rows: pd.DataFrame, color) -> None:
+    """One variant and direction: the mean over images of the measured curve (dots) and of
+    both closures (solid: (q, p), dashed: full Gram)."""
+    means = rows.groupby("block")[["apjn", "apjn_theory", "apjn_theory_gram"]].mean()
+    ax.plot(means.index, means["apjn_theory"], color=color, lw=1.2, label="(q, p) closure")
+    ax.plot(means.index, means["apjn_theory_gram"], "--", color=color, lw=1.0, label="full Gram")
+    ax.plot(means.index, means["apjn"], "o", color=color, ms=3, mfc="white", label="measured")
+    ax.set_yscale("log")
+
+
 def plot_images(curves: pd.DataFrame) -> Figure:
-    """A2: per-image measured curves (dots) and the theory seeded with each image's (q, p)
-    (lines), backward J^{L,b} (top) and forward from the source block (bottom)."""
+    """A2: on natural images, the mean over images of the measured curve against both closures
+    (top of each pair of rows) and measured/theory per image (below: mean and range over the
+    images, solid (q, p), dashed full Gram), backward J^{L,b} and forward from the source
+    block."""
     set_style()
-    sns = seaborn()
     curves = curves[curves["input"] == "images"]
     if curves.empty:
         raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
     variants = _variants(curves)
-    samples = sorted(set(zip(curves["init_seed"], curves["sample"], strict=True)))
-    palette = dict(zip(samples, sns.color_palette("husl", len(samples)), strict=True))
-    fig = Figure(figsize=(3.0 * len(variants) + 1, 6.2), layout="constrained")
-    axes = fig.subplots(2, len(variants), sharey="row", squeeze=False)
+    colors = variant_colors([(v.norm, v.alpha) for v in variants])
+    fig = Figure(figsize=(3.0 * len(variants) + 1, 10.5), layout="constrained")
+    axes = fig.subplots(
+        4, len(variants), sharex="col", sharey="row", squeeze=False, height_ratios=(3, 2, 3, 2)
+    )
     for col, variant in enumerate(variants):
-        part = _select(curves, variant)
-        for row, direction in enumerate(("backward", "forward")):
-            ax = axes[row, col]
+        part, color = _select(curves, variant), colors[(variant.norm, variant.alpha)]
+        for row, direction in ((0, "backward"), (2, "forward")):
             rows = part[part["direction"] == direction]
-            for sample, curve in rows.groupby(["init_seed", "sample"]):
-                color, block = palette[sample], curve["block"]
-                ax.plot(block, curve["apjn_theory"], color=color, lw=1.0)
-                ax.plot(block, curve["apjn_theory_gram"], "--", color=color, lw=0.8)
-                ax.plot(block, curve["apjn"], "o", color=color, ms=2.5)
-            ax.set_yscale("log")
-            if row == 0:
-                ax.set_title(_label(variant))
-            else:
-                ax.set_xlabel("block b")
+            _images_panel(axes[row, col], rows, color)
+            _ratio_panel(axes[row + 1, col], _ratio_spread(rows, "block"), "block", color)
+            gram = _ratio_spread(rows, "block", "apjn_theory_gram").dropna()
+            axes[row + 1, col].plot(gram["block"], gram["mean"], "--", color=color, lw=1.0)
+        axes[0, col].set_title(_label(variant))
+        axes[3, col].set_xlabel("block b")
     source = int(curves.loc[curves["direction"] == "forward", "source_block"].iloc[0])
     axes[0, 0].set_ylabel("backward $J^{L,b}$")
-    axes[1, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
+    axes[2, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
+    for row in (1, 3):
+        axes[row, 0].set_ylabel("measured / theory")
+    axes[0, 0].legend(frameon=False, fontsize=7)
     fig.suptitle(
-        "natural images, one colour per image: solid: theory seeded with that image's (q, p); "
-        "dashed: full-Gram closure; dots: measured"
+        "natural images: mean over images (dots: measured; solid: theory seeded with each "
+        "image's (q, p); dashed: full-Gram closure);\nbelow each: measured / theory per image "
+        "(line: mean, band: range over images and initializations)"
     )
     return fig
 
@@ -512,9 +546,11 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         ("attn_mult", "attn_mult (mlp_mult = 1)"),
         ("mlp_mult", "mlp_mult (attn_mult = 1)"),
     ]
-    fig = Figure(figsize=(14, 4.4), layout="constrained")
-    axes = fig.subplots(1, 3, sharey=True)
-    for ax, (sweep, xlabel) in zip(axes, sweeps, strict=True):
+    fig = Figure(figsize=(14, 7.0), layout="constrained")
+    grid = fig.subplots(2, 3, sharex="col", sharey="row", height_ratios=(3, 2))
+    axes = grid[0]
+    for col, (sweep, xlabel) in enumerate(sweeps):
+        ax = axes[col]
         part = table[table["sweep"] == sweep]
         norms = ["derf", "dyt"] if sweep == "alpha" else ["ln", "derf"]
         for norm in norms:
@@ -539,14 +575,16 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
                 mfc="white",
                 label=f"{label} measured",
             )
+            _ratio_panel(grid[1, col], _ratio_spread(rows, x), x, color)
         ax.set_xscale("log")
         ax.set_yscale("log")
         values = sorted(part["alpha" if sweep == "alpha" else sweep].dropna().unique())
         ax.set_xticks(values, [f"{v:g}" for v in values])
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel(xlabel)
+        grid[1, col].set_xlabel(xlabel)
         ax.legend(frameon=False, fontsize=8)
     axes[0].set_ylabel("end-to-end APJN $J^{L,0}$")
+    grid[1, 0].set_ylabel("measured / theory\n(line: mean; band: range)")
     depth, width = int(table["depth"].iloc[0]), int(table["width"].iloc[0])
     fig.suptitle(f"sensitivity of the end-to-end APJN to init (d = {width}, L = {depth})")
     return fig
@@ -752,8 +790,8 @@ FIGURES = (
         tables={"curves": "results/apjn/theory_curves.csv"},
         plot=plot_theory_curves,
         caption="""\
-A1 (theory). Mean-field APJN at initialization for a ViT of width
-{{ config["apjn"]["model"]["width"] }} and depth {{ config["apjn"]["model"]["depth"] }} with
+A1 (theory). Mean-field (infinite-width) APJN at initialization for a ViT of depth
+{{ config["apjn"]["model"]["depth"] }} with
 permutation-symmetric input (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
 {{ config["apjn"]["input"]["p0"] }}). Left: backward curve J^{L,b} (sensitivity of the last
 block output to block b); right: forward curve J^{b,0}. Pre-LN (black) grows as a power law; the
@@ -777,8 +815,9 @@ init_std = {{ config["apjn"]["model"]["init_std"] }}: ViT-B's mean-field constan
 Hutchinson estimates (mean over {{ config["apjn"]["measure"]["inits"] }} initializations and
 their input samples, bars: the spread over all of them); lines: the infinite-width recursion
 seeded with the measured (q, p) at the source block and the mean-field constants read off the
-built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Data:
-results/apjn/measured_curves.csv (input = equiangular).
+built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Bottom: measured / theory of
+each curve (one per initialization and sample); line: their mean, band: their range, dotted: 1.
+Data: results/apjn/measured_curves.csv (input = equiangular).
 """,
         labels=_labels("A1", "APJN vs block", "permutation-symmetric"),
     ),
@@ -791,11 +830,14 @@ results/apjn/measured_curves.csv (input = equiangular).
         caption="""\
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
 {{ config["apjn"]["images"]["count"] }} images per initialization,
-{{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding. Each
-colour is one image: dots are measured, solid lines are the theory seeded with that image's own
-token statistics (q, p) at the source block, dashed lines the full-Gram closure seeded with its
-whole token Gram matrix (CLS included; pre-LN and Derf only, tanh has no closed pair kernel).
-Top: backward J^{L,b}; bottom: forward from block
+{{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding.
+First and third rows: the mean over images and initializations of the measured curves (dots),
+of the theory seeded with each image's own token statistics (q, p) at the source block (solid)
+and of the full-Gram closure seeded with its whole token Gram matrix (dashed; CLS included;
+pre-LN and Derf only, tanh has no closed pair kernel). Second and fourth rows: measured / theory
+of each image's curve; line: the mean, band: the range over images and initializations (the
+(q, p) closure), dashed: the mean for the full-Gram closure; dotted: 1. Top pair: backward
+J^{L,b}; bottom pair: forward from block
 {{ config["apjn"]["images"]["forward_source_block"] }}. The theory and measurement part in the
 first blocks of the backward curves: the CLS token (cls_token drawn with std 1e-6 plus the
 position embedding) has a tiny variance q, so its normalization Jacobian (~1/sqrt(q)) is huge,
@@ -878,7 +920,9 @@ A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} 
 permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
 the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
 Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
-the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Claim A.5
+the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Bottom:
+measured / theory of each initialization and sample; line: the mean, band: the range, dotted:
+1. Claim A.5
 of results/claims.csv compares the spread over the multipliers of Derf with pre-LN's. Data:
 results/apjn/end_to_end.csv (sweeps alpha, attn_mult, mlp_mult).
 """,
