@@ -11,13 +11,13 @@ import torch
 from transformer_stability.counting.constructions import construct
 from transformer_stability.counting.grid import grid_points
 from transformer_stability.counting.model import ModelSpec
-from transformer_stability.counting.precision import line_head_margin
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
     TrainConfig,
     evaluate,
     float32_accuracy,
     init_params,
+    line_head_margin,
     logit_margins,
     logit_scale_at,
     p_mean_error,

@@ -16,10 +16,9 @@ import torch
 
 from transformer_stability.counting.items import TrainItem
 from transformer_stability.counting.model import ModelSpec
-from transformer_stability.counting.precision import line_head_margin
 from transformer_stability.counting.tables import Training
 from transformer_stability.counting.theory import lower_bound
-from transformer_stability.counting.training import TrainConfig, train_runs
+from transformer_stability.counting.training import TrainConfig, line_head_margin, train_runs
 from transformer_stability.device import resolve_dtype
 from transformer_stability.tables import select
 

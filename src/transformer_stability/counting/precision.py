@@ -15,13 +15,7 @@ import torch
 
 from transformer_stability.counting.constructions import HALF, Construction
 from transformer_stability.counting.grid import torch_grid
-from transformer_stability.counting.margins import best_head_margin
-from transformer_stability.counting.model import (
-    ModelSpec,
-    Params,
-    grid_forward,
-    grid_representation,
-)
+from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.training import logit_margins
 
 FORMATS = {"float64": torch.float64, "float32": torch.float32}
@@ -64,12 +58,3 @@ def grid_margins(construction: Construction, dtype: torch.dtype, chunk: int = 1 
         "output_scale": size,
         "relative_margin": relative,
     }
-
-
-def line_head_margin(spec: ModelSpec, params: Params) -> list[float]:
-    """Per run: the largest relative logit margin any head reaches on the run's representation
-    psi(z(c, 0)), c = 0..L (margins.py; an upper bound for the whole grid)."""
-    c = torch.arange(spec.length + 1)
-    with torch.no_grad():
-        rep = grid_representation(spec, params.map(lambda t: t.double()), c, torch.zeros_like(c))
-    return [best_head_margin(r, c.numpy(), spec.n_classes) for r in rep.cpu().numpy()]

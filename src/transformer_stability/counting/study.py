@@ -20,7 +20,6 @@ from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.counting.precision import (
     FORMATS,
     grid_margins,
-    line_head_margin,
     parameter_count,
 )
 from transformer_stability.counting.tables import (
@@ -31,6 +30,7 @@ from transformer_stability.counting.tables import (
     Walls,
 )
 from transformer_stability.counting.theory import lower_bound, prenorm_wall
+from transformer_stability.counting.training import line_head_margin
 from transformer_stability.tables import columns_of, select
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,13 @@ import numpy as np
 import torch
 
 from transformer_stability.counting.grid import balanced_weights, extreme_points, grid_points
-from transformer_stability.counting.model import ModelSpec, Params, grid_forward
+from transformer_stability.counting.margins import best_head_margin
+from transformer_stability.counting.model import (
+    ModelSpec,
+    Params,
+    grid_forward,
+    grid_representation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -283,3 +289,12 @@ def train_runs(
     c, m = (torch.from_numpy(v).to(cfg.device) for v in grid_points(spec.length))
     metrics = evaluate(spec, params, c, m)
     return metrics | {"accuracy_float32": float32_accuracy(spec, params, c, m)}, params
+
+
+def line_head_margin(spec: ModelSpec, params: Params) -> list[float]:
+    """Per run: the largest relative logit margin any head reaches on the run's representation
+    psi(z(c, 0)), c = 0..L (margins.py; an upper bound for the whole grid)."""
+    c = torch.arange(spec.length + 1)
+    with torch.no_grad():
+        rep = grid_representation(spec, params.map(lambda t: t.double()), c, torch.zeros_like(c))
+    return [best_head_margin(r, c.numpy(), spec.n_classes) for r in rep.cpu().numpy()]
