@@ -47,21 +47,27 @@ def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
 
 
 def bound_scale(spec: ModelSpec) -> float:
-    """What the grid's ratios multiply: the theory's lower bound for regression, 1 for
-    classification (no lower bound: scaling the head keeps the argmax)."""
+    """What the grid's ratios multiply: the theory's lower bound for regression; NaN for
+    classification, which has none (scaling the head keeps the argmax) and whose grid holds the
+    bounds themselves."""
     if spec.readout == "regression":
         return lower_bound(spec.placement, spec.length, spec.d)
     return math.nan
 
 
-def runs_of(item: TrainItem, scale: float) -> list[tuple[float, int]]:
-    """(B, seed) of every run: each grid bound with each seed, then the unconstrained seeds."""
+def runs_of(item: TrainItem, scale: float) -> list[tuple[float, float, int]]:
+    """(B, ratio, seed) of every run: each grid bound with each seed, then the unconstrained
+    seeds (ratio NaN there and for classification, whose grid holds the bounds themselves)."""
     runs = []
     if item.grid is not None:
-        factor = scale if item.grid.relative else 1.0
-        runs = [(ratio * factor, seed) for ratio in item.grid.ratios for seed in item.seeds]
+        relative = item.grid.relative
+        runs = [
+            (ratio * scale, ratio, seed) if relative else (ratio, math.nan, seed)
+            for ratio in item.grid.ratios
+            for seed in item.seeds
+        ]
     if item.unconstrained:
-        runs += [(math.inf, seed) for seed in item.seeds]
+        runs += [(math.inf, math.nan, seed) for seed in item.seeds]
     return runs
 
 
@@ -75,11 +81,11 @@ def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
     scale = bound_scale(spec)
     runs = runs_of(item, scale)
     log.info("%s: %d runs x %d steps", item.id, len(runs), cfg.steps)
-    metrics, params = train_runs(spec, [b for b, _ in runs], [s for _, s in runs], cfg)
+    metrics, params = train_runs(spec, [b for b, _, _ in runs], [s for _, _, s in runs], cfg)
     classification = spec.readout == "classification"
     best = line_head_margin(spec, params) if classification else np.full(len(runs), np.nan)
-    bounds = np.array([b for b, _ in runs])
-    constrained = np.isfinite(bounds) & np.isfinite(scale)
+    bounds = np.array([b for b, _, _ in runs])
+    ratios = np.array([r for _, r, _ in runs])
     frame = pd.DataFrame(
         {
             "placement": spec.placement,
@@ -87,9 +93,9 @@ def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
             "d": spec.d,
             "L": spec.length,
             "B": bounds,
-            "lower_bound": np.where(constrained, scale, np.nan),
-            "ratio": np.where(constrained, bounds / scale, np.nan),
-            "seed": [s for _, s in runs],
+            "lower_bound": np.where(np.isfinite(ratios), scale, np.nan),
+            "ratio": ratios,
+            "seed": [s for _, _, s in runs],
             "steps": cfg.steps,
             "train_points": "edges" if item.edges_only else "grid",
         }

@@ -485,7 +485,7 @@ def plot_precision(precision: pd.DataFrame, success: pd.DataFrame, rates: pd.Dat
     prec = precision[precision["d"] == d]
     built = prec[prec["source"] == "construction"]
     trained = prec[(prec["source"] == "training") & (prec["accuracy"] >= 1.0)]
-    fig = Figure(figsize=(17, 4.8), layout="constrained")
+    fig = Figure(figsize=(17, 7.0), layout="constrained")
     ax_norm, ax_store, ax_margin, ax_f32 = fig.subplots(1, 4)
     for (placement, readout), part in built.groupby(["placement", "readout"]):
         part = part.sort_values("L")
@@ -555,15 +555,15 @@ def plot_precision(precision: pd.DataFrame, success: pd.DataFrame, rates: pd.Dat
         ax.set_xlabel("length L")
         _length_axis(ax, lengths)
         ax.tick_params(axis="x", labelrotation=45)
-    ax_norm.legend(fontsize=5.5, frameon=False, ncol=2, loc="upper left")
-    ax_store.legend(fontsize=7, frameon=False)
-    fig.legend(
-        *ax_margin.get_legend_handles_labels(),
-        fontsize=6,
-        frameon=False,
-        loc="outside right upper",
-    )
-    ax_f32.legend(fontsize=5.5, frameon=False, loc="lower left")
+    # legends below their panels: inside, every corner of these panels holds data
+    for ax, columns in ((ax_norm, 2), (ax_store, 1), (ax_margin, 1), (ax_f32, 2)):
+        ax.legend(
+            fontsize=5.5,
+            frameon=False,
+            ncol=columns,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.22),
+        )
     fig.suptitle(
         f"C6: classification keeps norms bounded but stores L+1 head rows and needs a relative "
         f"precision set by its margin: constructions, the best head on their representations "
