@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements/lock.txt
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results
+.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation
 
 # (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
 # the lock, then this package alone. pip picks torch's build (CPU or CUDA wheel) and its CUDA
@@ -78,3 +78,12 @@ dry-run: $(STAMP)
 
 clean-results:
 	rm -rf results .snakemake
+
+# Mutation testing of a study's science modules (bench/mutation.py; slow, not in CI), e.g.
+# `make mutation STUDY=counting MODULES="theory rates"`. mutmut is pinned here, not in the lock.
+MUTMUT := $(VENV)/.mutmut-3.8.1
+$(MUTMUT): $(STAMP)
+	$(BIN)/python -m pip install -qq mutmut==3.8.1
+	@touch $@
+mutation: $(MUTMUT)
+	$(BIN)/python bench/mutation.py --study $(STUDY) $(MODULES)

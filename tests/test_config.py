@@ -6,6 +6,7 @@ import pytest
 from conftest import ROOT, deep_merge, load_yaml
 from snakemake.exceptions import WorkflowError
 
+from transformer_stability import check_config
 from transformer_stability.config import ConfigError, check_yaml
 from transformer_stability.registry import validate as validate_config
 
@@ -62,7 +63,6 @@ def _broken(default_config, path, value):
         (["apjn", "model", "patch_size"], 7, ["'apjn.model.patch_size'", "does not divide"]),
         (["apjn", "images", "forward_source_block"], 80, ["below apjn.model.depth"]),
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
-        (["apjn", "train", "depth_lr"], 0.02, ["'apjn.train.depth_lr'", "one of apjn.train.lrs"]),
         (["apjn", "train", "model", "init_std"], "vit_l", ["'apjn.train.model.init_std'"]),
         (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
         (
@@ -133,3 +133,23 @@ def test_a_yaml_syntax_error_is_named_by_file_and_line(tmp_path):
     check_yaml(good)
     with pytest.raises(WorkflowError, match=r"bad\.yaml, line 5, column 8: not valid YAML"):
         check_yaml(bad)
+
+
+def test_check_config_names_the_file_and_line_of_a_syntax_error_and_the_key_of_a_bad_value(
+    tmp_path, capsys
+):
+    syntax, value = tmp_path / "syntax.yaml", tmp_path / "value.yaml"
+    syntax.write_text("apjn:\n  model:\n    width: [1, 2\n")
+    value.write_text("numerics:\n  precisions: [fp8]\n")
+    assert check_config.main([str(syntax)]) == 1
+    assert f"{syntax}, line 4, column 1: not valid YAML" in capsys.readouterr().err
+    assert check_config.main([str(value)]) == 1
+    assert "config key 'numerics.precisions[0]'" in capsys.readouterr().err
+    assert check_config.main([str(tmp_path / "absent.yaml")]) == 1
+
+
+@pytest.mark.parametrize("preset", ["config/paper.yaml", "tests/configs/tiny.yaml"])
+def test_check_config_merges_a_preset_over_the_default_as_snakemake_does(default_config, preset):
+    assert check_config.main([str(ROOT / preset)]) == 0
+    merged = check_config.merged_config([ROOT / preset])
+    assert merged == deep_merge(default_config, load_yaml(ROOT / preset)) != default_config

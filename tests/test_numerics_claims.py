@@ -19,6 +19,7 @@ from transformer_stability.numerics.tables import (
     Gpt2Recursion,
     Lipschitz,
     Norms,
+    RecursionSources,
     Softmax,
 )
 from transformer_stability.provenance import with_provenance
@@ -207,6 +208,26 @@ def recursion_frame(collapses=True, violated=False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def sources_frame(typical=3.0, first_bound=1e3, violated=False) -> pd.DataFrame:
+    """Two sources alone at alpha = 1: typical estimate `typical` x the measured error, the
+    bound `first_bound` x it at the first add and 10x more per add (below it at the last add
+    where `violated`)."""
+    u = 2.0**-11
+    rows = []
+    for source in ("all", "qkv"):
+        for checkpoint, kind in ADDS:
+            factor = first_bound * 10.0 ** (checkpoint - 1)
+            factor = 0.5 if violated and checkpoint == 4 else factor
+            rows.append(
+                {"weights": "random", "model": "random-gpt2", "mantissa_bits": 10}
+                | {"source": source, "alpha": 1.0, "checkpoint": checkpoint, "kind": kind}
+                | {"unit_roundoff": u, "measured": u, "bound": factor * u}
+                | {"measured_rel": u, "bound_rel": factor * u}
+                | {"measured_rel_l2": u, "typical_rel_l2": typical * u}
+            )
+    return pd.DataFrame(rows)
+
+
 def bound_tables(checked, norms=None, softmax=None, lipschitz=None) -> dict:
     return {
         claims.NORMS: checked(norms_frame() if norms is None else norms, Norms),
@@ -215,12 +236,13 @@ def bound_tables(checked, norms=None, softmax=None, lipschitz=None) -> dict:
     }
 
 
-def gpt2_tables(checked, errors=None, recursion=None) -> dict:
+def gpt2_tables(checked, errors=None, recursion=None, sources=None) -> dict:
     return {
         claims.ERRORS: checked(errors_frame() if errors is None else errors, Gpt2Errors),
         claims.RECURSION: checked(
             recursion_frame() if recursion is None else recursion, Gpt2Recursion
         ),
+        claims.SOURCES: checked(sources_frame() if sources is None else sources, RecursionSources),
     }
 
 
@@ -355,8 +377,9 @@ def test_stream_regimes_at_each_models_own_last_add():
 def test_recursion_amplification_collapses(checked):
     finding = claims.worst_case_recursion(gpt2_tables(checked), SECTION)
     assert finding.holds
-    assert finding.value.startswith("0 of 12 adds above the bound")
-    assert "median 1e+09" in finding.value
+    assert finding.value.startswith("0 of 20 adds above the bound")
+    assert "bound/measured at the first add, per source: 1e+03-1e+03" in finding.value
+    assert "per source 3-3, test formats 5-5" in finding.value
 
 
 @pytest.mark.parametrize(
@@ -367,6 +390,19 @@ def test_recursion_amplification_collapses(checked):
 def test_recursion_claim_fails_on_contradicting_data(checked, recursion):
     tables = gpt2_tables(checked, recursion=recursion)
     assert not claims.worst_case_recursion(tables, SECTION).holds
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [sources_frame(typical=11.0), sources_frame(typical=0.09), sources_frame(violated=True)],
+    ids=["typical-too-high", "typical-too-low", "source-above-its-bound"],
+)
+def test_recursion_claim_fails_on_contradicting_sources(checked, sources):
+    tables = gpt2_tables(checked, sources=sources)
+    assert not claims.worst_case_recursion(tables, SECTION).holds
+    assert claims.worst_case_recursion(
+        gpt2_tables(checked, sources=sources_frame(9.5)), SECTION
+    ).holds
 
 
 def test_relative_error_preserved_across_residual_dominated_alpha(checked):

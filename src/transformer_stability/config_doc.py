@@ -32,7 +32,10 @@ _INTRO = f"""\
 `config/paper.yaml` overrides a subset for the paper's scale. Snakemake reads `config.yaml`
 first and merges each `--configfile FILE` over it (nested keys one by one). The merged config
 is validated against `workflow/schemas/config.schema.yaml` before any job runs: an unknown key
-or a value outside "allowed" stops the run with a message naming the key.
+or a value outside "allowed" stops the run with a message naming the key. Snakemake reads a
+`--configfile` before the workflow starts, so a YAML syntax error in one gets Snakemake's message
+without file or line: `.venv/bin/python -m transformer_stability.check_config FILE` names them
+and checks the merged config as a run would, without starting one.
 
 This page is generated from that schema's `description` and `default` fields; after editing
 the schema, regenerate it with `{COMMAND}` (`tests/test_docs.py` checks that it is current).

@@ -16,6 +16,7 @@ from transformer_stability.numerics.style import (
     NUMERICS_NORM_COLORS,
     OMEGA_LABELS,
     SOFTMAX_MODE_COLORS,
+    SOURCE_COLORS,
 )
 from transformer_stability.plotting import FigureSpec, set_style
 
@@ -96,7 +97,7 @@ def stream_figure(table: pd.DataFrame) -> Figure:
             ax.plot(run.checkpoint, run.p50, color=colors[alpha], marker=".", ms=3)
         ax.set_yscale("log")
         label = "median_t" if metric == "stream_median_l2" else "min_t"
-        ax.set_title(f"{model}: {label} ‖h_t‖₂ (median over sequences)", fontsize=9)
+        ax.set_title(f"{model}\n{label} ‖h_t‖₂, median over sequences", fontsize=8)
         ax.set_xlabel("residual add")
     axes[0, 0].set_ylabel("stream size ‖h_t‖₂")
     _alpha_legend(fig, colors)
@@ -134,11 +135,16 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     quantities = ["omega_ov", "omega_ud", "omega_kq"]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for ax, quantity in zip(axes, quantities, strict=True):
-        for model, run in table[table.quantity == quantity].groupby("model"):
+        values = table[table.quantity == quantity]
+        for model, run in values.groupby("model"):
             ax.plot(run.block, run.value, marker="o", ms=3, label=model)
-        # log: seed noise of a few percent must not look like structure next to the decades
-        # between random and pretrained weights
-        ax.set(yscale="log", xlabel="block", title=OMEGA_LABELS[quantity])
+        ax.set(xlabel="block", title=OMEGA_LABELS[quantity])
+        # within a decade: a linear axis from 0, so a few percent of seed noise looks small;
+        # across decades (random next to trained weights): log
+        if values.value.max() > 10 * values.value.min():
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(0, 1.1 * values.value.max())
         ax.legend(fontsize=8)
     return fig
 
@@ -268,41 +274,64 @@ def lipschitz_figure(table: pd.DataFrame) -> Figure:
     return fig
 
 
-def recursion_figure(table: pd.DataFrame) -> Figure:
-    """N8: the relative-error recursion per residual add. Per format: the largest measured
-    relative error in units of u (solid) and the typical-case estimate (dashed), one colour per
-    α; the per-step amplification α·ω_k·Lip_k per α (it collapses once the stream is
-    residual-dominated); the worst-case bound's overshoot at the last add against α."""
+def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
+    """N8 at page width, one row of four panels per model. Per rounding source alone: the
+    typical estimate over the measured error (2-norm, the same norm) and the worst-case bound
+    over the measured error (∞-norm), at every add; for the test formats at every α: the
+    typical estimate over the measured error; the per-step amplification α·ω_k·Lip_k."""
     set_style()
-    models, precisions = sorted(table.model.unique()), list(dict.fromkeys(table.precision))
+    models = sorted(table.model.unique())
     colors = _alpha_colors(table.alpha)
-    columns = [*precisions, "amplification", "overshoot"]
     fig, axes = plt.subplots(
         len(models),
-        len(columns),
-        figsize=(3.3 * len(columns), 3.0 * len(models)),
+        4,
+        figsize=(7.5, 2.4 * len(models) + 0.9),
         squeeze=False,
         constrained_layout=True,
     )
     for r, model in enumerate(models):
-        runs = table[table.model == model]
-        for c, precision in enumerate(precisions):
-            ax = axes[r, c]
-            for alpha, run in runs[runs.precision == precision].groupby("alpha"):
-                run = run.sort_values("checkpoint")
-                u = run.unit_roundoff
-                ax.plot(run.checkpoint, run.measured_rel / u, color=colors[alpha], lw=1.3)
-                ax.plot(run.checkpoint, run.typical_rel_l2 / u, color=colors[alpha], ls="--")
-            ax.set(yscale="log", title=f"{model}, {precision}", xlabel="residual add")
-            ax.title.set_fontsize(9)
-        axes[r, 0].set_ylabel("max_t relative error [units of u]")
-        _amplification_panel(axes[r, -2], runs[runs.precision == precisions[0]], colors)
-        _overshoot_panel(axes[r, -1], runs)
-    _alpha_legend(fig, colors)
-    fig.suptitle(
-        "solid: measured max_t ‖Δ_t‖∞/‖h_t‖∞; dashed: typical-case estimate (2-norm)", fontsize=9
+        runs, alone = table[table.model == model], isolated[isolated.model == model]
+        ratio_panels = (
+            (axes[r, 0], "typical_rel_l2", "measured_rel_l2", "typical / measured\n(2-norm)"),
+            (axes[r, 1], "bound_rel", "measured_rel", "worst-case bound /\nmeasured (∞-norm)"),
+        )
+        for ax, estimate, measured, title in ratio_panels:
+            _source_ratios(ax, alone, estimate, measured)
+            ax.set_title(f"each source alone:\n{title}", fontsize=7)
+        axes[r, 0].set_ylabel(model, fontsize=8)
+        axes[r, 0].axhspan(0.1, 10, color="0.9", zorder=0)
+        _format_ratios(axes[r, 2], runs, colors)
+        _amplification_panel(axes[r, 3], runs[runs.precision == runs.precision.iloc[0]], colors)
+    handles = [Line2D([], [], color=SOURCE_COLORS[s], lw=1.5, label=s) for s in SOURCE_COLORS]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=6,
+        fontsize=6,
+        title_fontsize=6,
+        title="rounding source (alone; all: every source)",
     )
+    handles = [Line2D([], [], color=c, lw=1.5, label=f"α = {a:g}") for a, c in colors.items()]
+    axes[0, 3].legend(handles=handles, fontsize=6, loc="best")
     return fig
+
+
+def _source_ratios(ax, isolated: pd.DataFrame, estimate: str, measured: str) -> None:
+    for source, run in isolated.groupby("source"):
+        run = run.sort_values("checkpoint")
+        ax.plot(run.checkpoint, run[estimate] / run[measured], color=SOURCE_COLORS[source], lw=1)
+    ax.set(yscale="log", xlabel="residual add")
+
+
+def _format_ratios(ax, runs: pd.DataFrame, colors: dict) -> None:
+    """One line per (format, α): the typical estimate over the measured error (2-norm)."""
+    for (_, alpha), run in runs.groupby(["precision", "alpha"]):
+        run = run.sort_values("checkpoint")
+        ratio = run.typical_rel_l2 / run.measured_rel_l2
+        ax.plot(run.checkpoint, ratio, color=colors[alpha], lw=0.8, alpha=0.7)
+    ax.axhspan(0.1, 10, color="0.9", zorder=0)
+    ax.set(yscale="log", xlabel="residual add")
+    ax.set_title("test formats, every α:\ntypical / measured (2-norm)", fontsize=7)
 
 
 def _amplification_panel(ax, runs: pd.DataFrame, colors: dict) -> None:
@@ -312,18 +341,7 @@ def _amplification_panel(ax, runs: pd.DataFrame, colors: dict) -> None:
             part = run[run.kind == kind].sort_values("checkpoint")
             ax.plot(part.checkpoint, part.amplification, style, color=colors[alpha], marker=".")
     ax.set(yscale="log", xlabel="residual add")
-    ax.set_title("amplification α·ω_k·Lip_k (solid: attn, dotted: mlp)", fontsize=9)
-
-
-def _overshoot_panel(ax, runs: pd.DataFrame) -> None:
-    last = runs[runs.checkpoint == runs.checkpoint.max()]
-    for precision, run in last.groupby("precision", sort=False):
-        run = run.sort_values("alpha")
-        (line,) = ax.plot(run.alpha, run.bound_rel / run.measured_rel, "o-", ms=3, label=precision)
-        ax.plot(run.alpha, run.typical_rel_l2 / run.measured_rel_l2, "--", color=line.get_color())
-    ax.set(xscale="log", yscale="log", xlabel="residual scaling α")
-    ax.set_title("overshoot at the last add: bound / measured", fontsize=9)
-    ax.legend(fontsize=7, title="solid: worst case, dashed: typical", title_fontsize=7)
+    ax.set_title("amplification α·ω_k·Lip_k\n(solid: attn, dotted: mlp)", fontsize=7)
 
 
 # --- the registry's declarations of Study N's figures (see transformer_stability/registry.py) ---
@@ -502,21 +520,29 @@ worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
         name="numerics_recursion",
         code="N8",
         study="numerics",
-        tables={"table": "results/numerics/gpt2_recursion.csv"},
+        tables={
+            "table": "results/numerics/gpt2_recursion.csv",
+            "isolated": "results/numerics/recursion_sources.csv",
+        },
         plot=recursion_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N8. The error recursion along the residual adds, carried relative to the stream size. Left
-panels, per test format and alpha: the largest measured relative error max_t of the max-norm
-of (test - reference) over that of h_t, in units of the format's own u (solid), and the
-typical-case estimate (dashed: 2-norm constants, fresh roundings added in quadrature).
-Amplification panel: the per-step factor alpha omega_k Lip_k of the worst-case recursion
-e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s max abs(h_k) + l_k, whose attention constant
-includes the score path through omega_KQ (a worst-case bound, first order in u); Lip_k carries
-LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the stream is residual-dominated and
-separate (proportional to alpha) while it is embedding-dominated. Right: how far the worst-case
-bound (solid) and the typical estimate (dashed) lie above the measured error at the last add.
-Data: results/numerics/gpt2_recursion.csv.
+{% set s = n["sources"] %}
+N8. The error recursion along the residual adds, carried relative to the stream size, checked
+per rounding source. First two panels: each source alone (each matmul family, the softmax,
+LayerNorm, GELU, the residual add; black: all together), computed in float64 with only that
+operation's outputs rounded to {{ s["mantissa_bits"] }} mantissa bits (alpha = {{ s["alpha"] }},
+{{ s["sequences"] }} sequence(s) of {{ s["seq_len"] }} tokens): its typical-case estimate over
+the measured error, both max over tokens of the 2-norm error over the 2-norm of h_t (grey band:
+within 10x), and its worst-case bound over the measured error, both in the max-norm, at every
+add. Third panel: the typical estimate over the measured error for every test format and alpha
+(one colour per alpha). Right: the per-step amplification alpha omega_k Lip_k of the
+worst-case recursion e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s max abs(h_k) + l_k (a
+bound, first order in u), whose attention constant includes the score path through omega_KQ;
+Lip_k carries LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the stream is
+residual-dominated. How far the bound lies above the measured error at the first add (its
+vacuity) and how close the typical estimate comes: claim N.6 in results/claims.csv. Data:
+results/numerics/gpt2_recursion.csv, results/numerics/recursion_sources.csv.
 """,
         labels=_gpt2_labels("N8", "error recursion bound vs measured"),
     ),

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.rounding import Arithmetic
 from transformer_stability.numerics.spec import GPT2Spec, pretrained_source
 
 
@@ -137,7 +137,7 @@ class BlockWeights:
 
     @classmethod
     def from_block(
-        cls, block, precision: Precision, alpha: float, device: torch.device
+        cls, block, precision: Arithmetic, alpha: float, device: torch.device
     ) -> BlockWeights:
         def pair(module, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
             # scale in the checkpoint's own dtype, then store; the reference upcasts these
@@ -160,7 +160,7 @@ class BlockWeights:
             act=mlp.act,
         )
 
-    def cast(self, precision: Precision) -> BlockWeights:
+    def cast(self, precision: Arithmetic) -> BlockWeights:
         """The same stored numbers in another storage format (exact when widening)."""
         return replace(
             self,
@@ -171,7 +171,7 @@ class BlockWeights:
 
 
 def stored_blocks(
-    model: GPT2LMHeadModel, precision: Precision, alpha: float, device: torch.device
+    model: GPT2LMHeadModel, precision: Arithmetic, alpha: float, device: torch.device
 ) -> list[BlockWeights]:
     _check_supported(model.config)
     return [BlockWeights.from_block(b, precision, alpha, device) for b in model.transformer.h]
@@ -189,33 +189,38 @@ def _layer_norm(x: torch.Tensor, params: tuple, eps: float) -> torch.Tensor:
     return F.layer_norm(x, x.shape[-1:], *params, eps)
 
 
-def _attention(x: torch.Tensor, w: BlockWeights, precision: Precision) -> torch.Tensor:
+def _attention(x: torch.Tensor, w: BlockWeights, precision: Arithmetic) -> torch.Tensor:
     """Causal multi-head attention, as GPT-2's eager implementation computes it."""
     batch, length, width = x.shape
-    q, k, v = precision.linear(x, *w.qkv).split(width, dim=-1)
+    q, k, v = precision.linear(x, *w.qkv, "qkv").split(width, dim=-1)
     q, k, v = (t.view(batch, length, w.heads, -1).transpose(1, 2) for t in (q, k, v))
-    scores = precision.matmul(q, k.transpose(-1, -2)) * w.scale
+    scores = precision.matmul(q, k.transpose(-1, -2), "scores") * w.scale
     causal = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
-    probs = torch.softmax(scores.masked_fill(~causal, -math.inf), dim=-1)
-    out = precision.matmul(probs, v).transpose(1, 2).reshape(batch, length, width)
-    return precision.linear(out, *w.attn_proj)
+    probs = precision.output("softmax", torch.softmax(scores.masked_fill(~causal, -math.inf), -1))
+    out = precision.matmul(probs, v, "mix").transpose(1, 2).reshape(batch, length, width)
+    return precision.linear(out, *w.attn_proj, "attn_proj")
 
 
-def _mlp(x: torch.Tensor, w: BlockWeights, precision: Precision) -> torch.Tensor:
-    return precision.linear(w.act(precision.linear(x, *w.fc)), *w.mlp_proj)
+def _mlp(x: torch.Tensor, w: BlockWeights, precision: Arithmetic) -> torch.Tensor:
+    hidden = precision.output("gelu", w.act(precision.linear(x, *w.fc, "fc")))
+    return precision.linear(hidden, *w.mlp_proj, "mlp_proj")
+
+
+def _normed(h: torch.Tensor, params: tuple, eps: float, precision: Arithmetic) -> torch.Tensor:
+    return precision.output("layernorm", _layer_norm(h, params, eps))
 
 
 def residual_stream(
-    blocks: list[BlockWeights], h: torch.Tensor, precision: Precision
+    blocks: list[BlockWeights], h: torch.Tensor, precision: Arithmetic
 ) -> Iterator[ResidualAdd]:
     """Run the blocks on the embedded input `h` and yield the stream after every residual add."""
     h = precision.store(h)
     for b, w in enumerate(blocks):
-        normed = _layer_norm(h, w.ln_1, w.eps)
-        h = h + _attention(normed, w, precision)
+        normed = _normed(h, w.ln_1, w.eps, precision)
+        h = precision.output("add", h + _attention(normed, w, precision))
         yield ResidualAdd(2 * b + 1, b, "attn", h, normed)
-        normed = _layer_norm(h, w.ln_2, w.eps)
-        h = h + _mlp(normed, w, precision)
+        normed = _normed(h, w.ln_2, w.eps, precision)
+        h = precision.output("add", h + _mlp(normed, w, precision))
         yield ResidualAdd(2 * b + 2, b, "mlp", h, normed)
 
 

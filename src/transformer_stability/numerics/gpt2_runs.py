@@ -38,9 +38,14 @@ from transformer_stability.numerics.metrics import (
     weight_magnitudes,
 )
 from transformer_stability.numerics.recursion import BlockConstants, recursion_table
-from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.rounding import SOURCES, Arithmetic, Precision, SourceRounding
 from transformer_stability.numerics.spec import GPT2Spec
-from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion, Gpt2Weights
+from transformer_stability.numerics.tables import (
+    Gpt2Errors,
+    Gpt2Recursion,
+    Gpt2Weights,
+    RecursionSources,
+)
 from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
@@ -85,15 +90,17 @@ def _reference_statistics(
     of a group."""
     gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
     norm_l2 = ref.stream.norm(dim=-1)
+    branch_l2 = (ref.stream - previous).norm(dim=-1)
+    statistics = layer_norm_statistics(previous, gain, block.eps)
     worst = {
-        **layer_norm_statistics(previous, gain, block.eps),
+        **statistics,
         "stream_linf": ref.stream.abs().amax(dim=-1),
         "stream_l2": norm_l2,
         "inv_stream_linf": 1 / ref.stream.abs().amax(dim=-1),
         "inv_stream_l2": 1 / norm_l2,
         "normed_linf": ref.normed.abs().amax(dim=-1),
-        "normed_l2": ref.normed.norm(dim=-1),
-        "branch_l2": (ref.stream - previous).norm(dim=-1),
+        "branch_l2": branch_l2,
+        "gain_l2": statistics["ln_lipschitz_l2"] * branch_l2 / ref.normed.norm(dim=-1),
     }
     return stream_sizes(ref.stream), worst
 
@@ -122,15 +129,17 @@ def _observe(
 def _run_group(
     model: GPT2LMHeadModel,
     ids: torch.Tensor,
-    precisions: list[Precision],
+    precisions: list[Arithmetic],
     alpha: float,
     batch_size: int,
     device: torch.device,
 ) -> dict[str, _Accumulator]:
-    """Test runs that store the same numbers (one storage dtype) share one float64 reference."""
+    """Test runs that store the same numbers (one storage dtype) share one float64 reference,
+    and one copy of the stored weights (a format's weights depend on its storage dtype only)."""
     storage = precisions[0]
-    tests = [stored_blocks(model, p, alpha, device) for p in precisions]
-    ref_blocks = [block.cast(REFERENCE) for block in tests[0]]
+    stored = stored_blocks(model, storage, alpha, device)
+    tests = [stored] * len(precisions)
+    ref_blocks = [block.cast(REFERENCE) for block in stored]
     accs = {p.name: _Accumulator() for p in precisions}
     with torch.no_grad():
         for batch in ids.split(batch_size):
@@ -149,7 +158,7 @@ def _run_group(
 
 def _group_tables(
     accs: dict[str, _Accumulator],
-    group: list[Precision],
+    group: list[Arithmetic],
     alpha: float,
     constants: list[BlockConstants],
     dims: dict,
@@ -180,6 +189,46 @@ def run_group(
     group = [Precision.parse(name) for name in precisions]
     if len({p.storage for p in group}) != 1:
         raise ValueError(f"precisions {list(precisions)} do not share one storage format")
+    errors, recursion = _run_tables(model, spec, alpha, group, inputs, seed, device)
+    log.info("%s alpha=%g %s done", spec.name, alpha, "+".join(precisions))
+    ids_columns = {"weights": spec.weights, "model": spec.name}
+    return (
+        select(pd.concat(errors, ignore_index=True).assign(**ids_columns), Gpt2Errors),
+        select(pd.concat(recursion, ignore_index=True).assign(**ids_columns), Gpt2Recursion),
+    )
+
+
+def sources_table(
+    model: GPT2LMHeadModel,
+    spec: GPT2Spec,
+    alpha: float,
+    bits: int,
+    inputs: TokenInputs,
+    seed: int,
+    device: torch.device,
+) -> pd.DataFrame:
+    """The recursion per rounding source: for every source alone (and all together), in
+    float64 with that source's outputs rounded to `bits` bits, the measured error against its
+    own terms of the worst-case bound and of the typical estimate, at every add."""
+    group = [SourceRounding(source, bits) for source in ("all", *SOURCES)]
+    _, recursion = _run_tables(model, spec, alpha, group, inputs, seed, device)
+    table = pd.concat(recursion, ignore_index=True).rename(columns={"precision": "source"})
+    log.info("%s alpha=%g sources at m%d done", spec.name, alpha, bits)
+    return select(
+        table.assign(weights=spec.weights, model=spec.name, mantissa_bits=bits), RecursionSources
+    )
+
+
+def _run_tables(
+    model: GPT2LMHeadModel,
+    spec: GPT2Spec,
+    alpha: float,
+    group: list[Arithmetic],
+    inputs: TokenInputs,
+    seed: int,
+    device: torch.device,
+) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+    """Errors and recursion tables, one per member of `group` (one storage dtype)."""
     ids = input_ids(spec, model.config.vocab_size, inputs, seed)
     # the reference's weights: the numbers the group stores, α included
     constants = [
@@ -193,10 +242,4 @@ def run_group(
         "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
     }
     accs = _run_group(model, ids, group, alpha, inputs.batch, device)
-    errors, recursion = _group_tables(accs, group, alpha, constants, dims)
-    log.info("%s alpha=%g %s done", spec.name, alpha, "+".join(precisions))
-    ids_columns = {"weights": spec.weights, "model": spec.name}
-    return (
-        select(pd.concat(errors, ignore_index=True).assign(**ids_columns), Gpt2Errors),
-        select(pd.concat(recursion, ignore_index=True).assign(**ids_columns), Gpt2Recursion),
-    )
+    return _group_tables(accs, group, alpha, constants, dims)

@@ -29,6 +29,20 @@ _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
 _EMULATED = re.compile(r"m(\d+)(?:k(\d+))?")
 # explicit mantissa bits of the torch formats (rounding.Precision builds on these)
 FORMAT_MANTISSA_BITS = {"fp64": 52, "fp32": 23, "bf16": 7, "fp16": 10}
+# the operation types of a GPT-2 block whose outputs a test format rounds: each matmul family,
+# the softmax, LayerNorm, GELU and the residual add (numerics/gpt2.py names them)
+SOURCES = (
+    "qkv",
+    "scores",
+    "softmax",
+    "mix",
+    "attn_proj",
+    "fc",
+    "gelu",
+    "mlp_proj",
+    "layernorm",
+    "add",
+)
 
 
 def format_unit_roundoff(precision: str) -> float:
@@ -114,6 +128,30 @@ class WeightsItem:
         return {"seed": self.seed, "dtype": "float64"}
 
 
+@dataclass(frozen=True)
+class SourcesItem:
+    """One model's recursion per rounding source (N8) at one α: every source alone, rounded to
+    `bits` bits in float64 arithmetic, against the float64 reference."""
+
+    spec: GPT2Spec
+    alpha: float
+    bits: int
+    inputs: TokenInputs  # one batch: all sequences at once
+    seed: int  # base seed, as in GroupItem
+
+    @property
+    def id(self) -> str:
+        return self.spec.name
+
+    @property
+    def model_seed(self) -> int:
+        return model_seed(self.seed, self.spec.name)
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
 def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
     return [
         GPT2Spec.from_config(entry, key=f"numerics.models[{index}]")
@@ -141,6 +179,24 @@ def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
         for alpha in numerics["alphas"]
         for group in storage_groups(numerics["precisions"])
     ]
+
+
+def sources_items(numerics: dict[str, Any], seed: int) -> list[SourcesItem]:
+    cfg, text = numerics["sources"], numerics["inputs"]["text"]
+    inputs = TokenInputs(cfg["seq_len"], cfg["sequences"], cfg["sequences"], text)
+    return [
+        SourcesItem(spec, cfg["alpha"], cfg["mantissa_bits"], inputs, seed)
+        for spec in model_specs(numerics)
+    ]
+
+
+def sources_work(item: SourcesItem) -> Work:
+    """The reference and one float64 forward per source (and all together)."""
+    layers, width, _ = item.spec.shape()
+    forwards = (2 + len(SOURCES)) * item.inputs.sequences
+    per_sequence = transformer_flop(layers, width, item.inputs.seq_len)
+    what = f"{forwards} float64 forwards of {item.inputs.seq_len} tokens, {item.spec.name}"
+    return Work(forwards * per_sequence, what=what)
 
 
 def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
@@ -175,6 +231,15 @@ SWEEPS = (
         settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
         inputs=_text_input,
         work=group_work,
+    ),
+    Sweep(
+        "numerics_sources",
+        "numerics_sources.py",
+        sources_items,
+        {"table": "numerics/recursion_sources"},
+        settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
+        inputs=_text_input,
+        work=sources_work,
     ),
     # a few norms of the weights: on the CPU
     Sweep(

@@ -16,11 +16,17 @@ every rounding inside the branch, each carried to the branch output by the Lipsc
 of what follows it (`attention_local`, `mlp_local`). Dividing by the stream size gives the
 relative recursion ρ_k = e_k/min_t‖h_{k,t}‖∞.
 
-Typical case (2-norm per token, errors of random direction): the same recursion with the
-gains a matrix has on a random direction (‖M‖_F/√columns, `typical_attention_gain`),
-e_k² = (1 + a₂_k²)e_{k−1}² + (u_s‖h_k‖₂)² + ‖αF_k‖₂²·Σ_j ε_j²: the branch's response αJδ to
-an error δ of random direction is uncorrelated with δ, and the fresh roundings ε_j = u +
-√n·u_acc of the branch's operations add in quadrature too. An estimate, not a bound.
+Typical case (2-norm per token, errors of random direction): the same recursion,
+e_k² = (1 + a₂_k²)e_{k−1}² + (u_s‖h_k‖₂/√3)² + ‖αF_k‖₂²·Σ_j ε_j², with a₂_k the branch's gain
+on its own input (‖αF_k‖₂/‖LN(h_{k−1})‖₂ from the reference, times LN's 2-norm constant
+‖γ‖∞/σ): the response to an error of random direction is uncorrelated with it, and the
+fresh roundings ε_j (root mean square u/√3, plus √n·u_acc for an accumulation of n terms)
+add in quadrature. An estimate, not a bound.
+
+Each term belongs to one rounding source (`SOURCES`: each matmul family, the softmax,
+LayerNorm, GELU, the residual add); a `SourceRounding` run rounds one source alone, and its
+recursion keeps only that source's terms, so each term is checked against what its source
+does (numerics/recursion_sources.csv).
 """
 
 from __future__ import annotations
@@ -32,7 +38,12 @@ import pandas as pd
 import torch
 
 from transformer_stability.numerics.gpt2 import BlockWeights
-from transformer_stability.numerics.rounding import Precision, unit_roundoff
+from transformer_stability.numerics.rounding import (
+    SOURCES,
+    Arithmetic,
+    SourceRounding,
+    unit_roundoff,
+)
 
 # unit roundoff of the products' accumulation: float32 for every test format but fp64
 _ACCUMULATE_ROUNDOFF = {torch.float32: 2.0**-24, torch.float64: 2.0**-53}
@@ -51,9 +62,14 @@ class Roundoffs:
     storage: float
     accumulate: float
     block: int | None = None  # rounded accumulation: the running sum rounded every `block` terms
+    sources: frozenset[str] = frozenset(SOURCES)  # the operations that round at all
 
     @classmethod
-    def of(cls, precision: Precision) -> Roundoffs:
+    def of(cls, precision: Arithmetic) -> Roundoffs:
+        if isinstance(precision, SourceRounding):  # float64 everywhere, one source at u
+            u = precision.unit_roundoff
+            only = SOURCES if precision.source == "all" else (precision.source,)
+            return cls(u, u, 2.0**-53, sources=frozenset(only))
         accumulate = 2.0**-53 if precision.block else _ACCUMULATE_ROUNDOFF[precision.accumulate]
         return cls(
             precision.unit_roundoff,
@@ -61,6 +77,9 @@ class Roundoffs:
             accumulate,
             precision.block,
         )
+
+    def rounds(self, source: str) -> bool:
+        return source in self.sources
 
     def product(self, inner: int) -> float:
         """ε_n: a product of inner length n (plus bias) errs by ≤ ε_n·(|W||x| + |b|): one
@@ -98,9 +117,6 @@ class BlockConstants:
     w_proj: float
     b_proj: float
     ln_gain: tuple[float, float]  # ‖γ‖∞ of ln_1, ln_2
-    rms_ov: float  # ‖W_O W_V‖_F/√d: gains on errors of random direction (typical case)
-    rms_ud: float  # ‖W_proj‖_F‖W_fc‖_F/(√(4d)·√d)
-    frobenius_kq: float  # max_h ‖W_Q^hᵀW_K^h‖_F
 
     @classmethod
     def of(cls, block: BlockWeights) -> BlockConstants:
@@ -132,9 +148,6 @@ class BlockConstants:
             w_proj=_inf(w_proj),
             b_proj=_bias(block.mlp_proj),
             ln_gain=(_gain(block.ln_1), _gain(block.ln_2)),
-            rms_ov=_rms_gain(w_o @ w_v),
-            rms_ud=_rms_gain(w_proj) * _rms_gain(w_fc),
-            frobenius_kq=_frobenius_kq(w_q, w_k, heads),
         )
 
     @property
@@ -150,13 +163,6 @@ class BlockConstants:
         """The largest |logit| for ‖y‖∞ ≤ R."""
         powers = torch.tensor([radius**2, radius, 1.0], dtype=self.kq.dtype)
         return float((self.kq @ powers).max()) / math.sqrt(self.head_dim)
-
-    def typical_attention_gain(self, radius_l2: float) -> float:
-        """g_OV(1 + 4R₂²‖W_QᵀW_K‖_F/(d√d_h)): a random-direction error δ moves a logit by
-        about 2‖W_QᵀW_K‖_F R₂‖δ‖/(d√d_h), which the softmax turns into weights on values
-        that differ by up to 2R₂ (in units of the value path's gain g_OV)."""
-        score = 4 * radius_l2**2 * self.frobenius_kq / (self.width * math.sqrt(self.head_dim))
-        return self.rms_ov * (1 + score)
 
     def attention_lipschitz(self, radius: float) -> float:
         """‖W_O‖∞‖W_V‖∞(1 + 2RΛ(R)): value path plus score path."""
@@ -179,18 +185,6 @@ def _gain(pair: tuple[torch.Tensor, torch.Tensor]) -> float:
     return float(pair[0].abs().max())
 
 
-def _rms_gain(matrix: torch.Tensor) -> float:
-    """‖M‖_F/√(columns): the gain of M on a vector of random direction (root mean square)."""
-    return float(matrix.norm() / math.sqrt(matrix.shape[1]))
-
-
-def _frobenius_kq(w_q: torch.Tensor, w_k: torch.Tensor, heads: int) -> float:
-    """max_h ‖W_Q^hᵀW_K^h‖_F from the d_h × d_h Gram matrices: ‖AᵀB‖_F² = tr(AAᵀ·BBᵀ)."""
-    a, b = (t.view(heads, -1, t.shape[1]) for t in (w_q, w_k))
-    product = (a @ a.transpose(1, 2)) @ (b @ b.transpose(1, 2))
-    return float(product.diagonal(dim1=1, dim2=2).sum(-1).clamp_min(0).sqrt().max())
-
-
 def layer_norm_error(radius: float, spread: float, eps: Roundoffs, width: int) -> float:
     """First-order bound on LN's evaluation error in ‖·‖∞: its output stored (u_s R) and its
     two-pass float32 arithmetic, 2γ_{d+4}‖γ‖∞(1 + ζ)(ρ + ζ) with ζ = ‖x − μ‖∞/σ and
@@ -199,31 +193,72 @@ def layer_norm_error(radius: float, spread: float, eps: Roundoffs, width: int) -
     return (eps.storage + gamma) * radius + 2 * gamma * spread
 
 
-def attention_local(c: BlockConstants, radius: float, seq_len: int, eps: Roundoffs) -> float:
-    """Rounding errors inside the attention branch carried to its output: q, k, v
+def attention_local(
+    c: BlockConstants, radius: float, seq_len: int, eps: Roundoffs
+) -> dict[str, float]:
+    """Rounding errors inside the attention branch carried to its output, by source: q, k, v
     products (ε_{d+1}), logits (ε_{d_h}, then the scaling in storage), the softmax (stored,
-    float32 inside), P·V (ε_T) and the output projection (ε_{d+1})."""
+    float32 inside), P·V (ε_T) and the output projection (ε_{d+1}). A logit error passes to the
+    output with gain 2‖W_O‖∞‖W_V‖∞R (softmax 1-norm gain 2, values of size ≤ ‖W_V‖∞R)."""
     width = c.width
     qkv, values = eps.product(width + 1), c.w_v * radius + c.b_v
     score = c.score_size(radius)
-    logit_error = (2 * qkv + eps.product(c.head_dim) + eps.storage) * score
+    logit_gain = 2 * c.w_o * c.w_v * radius * score
     softmax = eps.storage + _gamma(seq_len + 3, eps.accumulate) + 2 * score * eps.accumulate
-    mixed = 2 * c.w_v * radius * logit_error + values * (softmax + qkv + eps.product(seq_len))
-    return c.w_o * mixed + eps.product(width + 1) * (c.w_o * values + c.b_o)
+    return {
+        "qkv": logit_gain * 2 * qkv + c.w_o * values * qkv,
+        "scores": logit_gain * (eps.product(c.head_dim) + eps.storage),
+        "softmax": c.w_o * values * softmax,
+        "mix": c.w_o * values * eps.product(seq_len),
+        "attn_proj": eps.product(width + 1) * (c.w_o * values + c.b_o),
+    }
 
 
-def mlp_local(c: BlockConstants, radius: float, act_lipschitz: float, eps: Roundoffs) -> float:
-    """Rounding errors inside the MLP branch: the up projection (ε_{d+1}) through
+def mlp_local(
+    c: BlockConstants, radius: float, act_lipschitz: float, eps: Roundoffs
+) -> dict[str, float]:
+    """Rounding errors inside the MLP branch, by source: the up projection (ε_{d+1}) through
     GELU, GELU itself (stored, float32 inside) and the down projection (ε_{4d+1})."""
     hidden = c.w_fc * radius + c.b_fc
     width = c.width
-    up = eps.product(width + 1) * act_lipschitz * hidden
-    gelu = (eps.storage + _GELU_ULPS * eps.accumulate) * hidden
-    return c.w_proj * (up + gelu) + eps.product(4 * width + 1) * (c.w_proj * hidden + c.b_proj)
+    return {
+        "fc": c.w_proj * eps.product(width + 1) * act_lipschitz * hidden,
+        "gelu": c.w_proj * (eps.storage + _GELU_ULPS * eps.accumulate) * hidden,
+        "mlp_proj": eps.product(4 * width + 1) * (c.w_proj * hidden + c.b_proj),
+    }
+
+
+def typical_fresh(c: BlockConstants, kind: str, eps: Roundoffs, dims: dict) -> dict[str, float]:
+    """The root-mean-square relative size ε_j of each fresh rounding of a branch, by source, in
+    units of the branch output's size: a rounding error spread evenly over [−u, u] has
+    root mean square u/√3."""
+    return {source: bound / math.sqrt(3) for source, bound in _fresh(c, kind, eps, dims).items()}
+
+
+def _fresh(c: BlockConstants, kind: str, eps: Roundoffs, dims: dict) -> dict[str, float]:
+    if kind == "attn":
+        return {
+            "qkv": eps.typical(dims["width"] + 1),
+            "scores": eps.typical(c.head_dim),
+            "softmax": eps.storage,
+            "mix": eps.typical(dims["seq_len"]),
+            "attn_proj": eps.typical(dims["width"] + 1),
+            "layernorm": eps.storage,
+        }
+    return {
+        "fc": eps.typical(dims["width"] + 1),
+        "gelu": eps.storage,
+        "mlp_proj": eps.typical(4 * dims["width"] + 1),
+        "layernorm": eps.storage,
+    }
+
+
+def _active(terms: dict[str, float], eps: Roundoffs) -> list[float]:
+    return [value for source, value in terms.items() if eps.rounds(source)]
 
 
 def recursion_table(
-    steps: pd.DataFrame, constants: list[BlockConstants], precision: Precision, dims: dict
+    steps: pd.DataFrame, constants: list[BlockConstants], precision: Arithmetic, dims: dict
 ) -> pd.DataFrame:
     """Both recursions along the adds, from the reference's per-add statistics (maxima over
     tokens) in `steps`; one row per residual add."""
@@ -232,32 +267,24 @@ def recursion_table(
     rows = []
     for row in steps.sort_values("checkpoint").itertuples():
         c = constants[(row.checkpoint - 1) // 2]
-        attn = row.kind == "attn"
         radius = row.normed_linf
-        if attn:
+        if row.kind == "attn":
             sublayer = c.attention_lipschitz(radius)
             local = attention_local(c, radius, dims["seq_len"], eps)
-            typical_gain = c.typical_attention_gain(row.normed_l2)
-            fresh = [eps.typical(dims["width"] + 1)] * 2 + [
-                eps.typical(c.head_dim),
-                eps.typical(dims["seq_len"]),
-                eps.storage,  # softmax
-                eps.storage,  # LayerNorm
-            ]
         else:
             sublayer = c.w_proj * dims["act_lipschitz"] * c.w_fc
             local = mlp_local(c, radius, dims["act_lipschitz"], eps)
-            typical_gain = c.rms_ud * dims["act_lipschitz"]
-            fresh = [eps.typical(dims["width"] + 1), eps.typical(4 * dims["width"] + 1)]
-            fresh += [eps.storage, eps.storage]  # GELU, LayerNorm
-        local += sublayer * layer_norm_error(radius, row.ln_spread, eps, dims["width"])
+        local["layernorm"] = sublayer * layer_norm_error(radius, row.ln_spread, eps, dims["width"])
+        local["add"] = eps.storage * row.stream_linf
+        fresh = typical_fresh(c, row.kind, eps, dims)
         amplification = row.ln_lipschitz * sublayer
-        amplification_l2 = row.ln_lipschitz_l2 * typical_gain
-        worst = (1 + amplification) * worst + eps.storage * row.stream_linf + local
+        amplification_l2 = row.gain_l2
+        worst = (1 + amplification) * worst + sum(_active(local, eps))
+        stored = eps.storage * row.stream_l2 / math.sqrt(3) if eps.rounds("add") else 0.0
         typical = math.sqrt(
             (1 + amplification_l2**2) * typical**2
-            + (eps.storage * row.stream_l2) ** 2
-            + row.branch_l2**2 * sum(e**2 for e in fresh)
+            + stored**2
+            + row.branch_l2**2 * sum(e**2 for e in _active(fresh, eps))
         )
         rows.append(
             {

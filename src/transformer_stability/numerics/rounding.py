@@ -6,6 +6,9 @@ which is what cuBLAS and oneDNN do for bf16/fp16 GEMMs. Running the product in f
 device also keeps CPUs without bf16 units fast. The emulated formats `m<bits>` keep float32
 storage and exponent range and round every linear/matmul output to `bits` mantissa bits with
 round-to-nearest-even.
+
+`SourceRounding` isolates one source of rounding error for the recursion's per-source check
+(N8): every operation in float64, only the outputs of one operation type (`SOURCES`) rounded.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS
+from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS, SOURCES
 
 # (integer view, explicit mantissa bits) of the floating types we can round in place
 _LAYOUT = {torch.float32: (torch.int32, 23), torch.float64: (torch.int64, 52)}
@@ -92,17 +95,24 @@ class Precision:
         """Bring a tensor into the storage format (a matmul/linear output is also rounded)."""
         return x.to(self.storage)
 
+    def output(self, source: str, x: torch.Tensor) -> torch.Tensor:
+        """The output of an elementwise operation `source`: computed in the storage dtype, so
+        already rounded to it."""
+        return x
+
     def _round_output(self, out: torch.Tensor) -> torch.Tensor:
         if self.emulated:
             out = round_mantissa(out, self.mantissa_bits)
         return out.to(self.storage)
 
-    def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, source: str = "") -> torch.Tensor:
         if self.block:
             return blocked_matmul(a, b, None, self.mantissa_bits, self.block)
         return self._round_output(torch.matmul(a.to(self.accumulate), b.to(self.accumulate)))
 
-    def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def linear(
+        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, source: str = ""
+    ) -> torch.Tensor:
         """x @ weight + bias (GPT-2's Conv1D layout: weight is (in, out)), one rounding (or one
         per block of the inner dimension)."""
         if self.block:
@@ -113,6 +123,48 @@ class Precision:
                 0, x.shape[:-1]
             )
         )
+
+
+@dataclass(frozen=True)
+class SourceRounding:
+    """One source of rounding alone: every operation in float64, the outputs of the operations
+    of type `source` (one of `SOURCES`, or "all") rounded to `bits` mantissa bits, nearest-even.
+    Against the float64 reference it measures what that source contributes to the error."""
+
+    source: str
+    bits: int
+    storage: torch.dtype = torch.float64
+    accumulate: torch.dtype = torch.float64
+    block: None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in (*SOURCES, "all"):
+            raise ValueError(f"unknown rounding source {self.source!r}; use one of {SOURCES}")
+
+    @property
+    def name(self) -> str:
+        return self.source
+
+    @property
+    def unit_roundoff(self) -> float:
+        return unit_roundoff(self.bits)
+
+    def store(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.float64)
+
+    def output(self, source: str, x: torch.Tensor) -> torch.Tensor:
+        if self.source in (source, "all"):
+            return round_mantissa(x.to(torch.float64), self.bits)
+        return x
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, source: str) -> torch.Tensor:
+        return self.output(source, torch.matmul(a.double(), b.double()))
+
+    def linear(
+        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, source: str
+    ) -> torch.Tensor:
+        out = torch.addmm(bias.double(), x.flatten(0, -2).double(), weight.double())
+        return self.output(source, out.unflatten(0, x.shape[:-1]))
 
 
 def blocked_matmul(
@@ -136,3 +188,7 @@ def blocked_matmul(
             partial = partial + a[..., i : i + 1] * b[..., i : i + 1, :]
         total = round_mantissa(total + partial, bits)
     return total.to(torch.float32)
+
+
+# what the residual-stream forward computes in: a test format or one isolated rounding source
+Arithmetic = Precision | SourceRounding

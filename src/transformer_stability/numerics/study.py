@@ -10,8 +10,8 @@ import torch
 from transformers import GPT2LMHeadModel
 
 from transformer_stability.numerics.gpt2 import build_gpt2
-from transformer_stability.numerics.gpt2_runs import run_group, weights_table
-from transformer_stability.numerics.items import GroupItem, WeightsItem
+from transformer_stability.numerics.gpt2_runs import run_group, sources_table, weights_table
+from transformer_stability.numerics.items import GroupItem, SourcesItem, WeightsItem
 from transformer_stability.numerics.spec import GPT2Spec
 
 
@@ -34,6 +34,12 @@ def group_tables(item: GroupItem, device: torch.device) -> dict[str, pd.DataFram
         model, item.spec, item.alpha, item.precisions, item.inputs, item.seed, device
     )
     return {"errors": errors, "recursion": recursion}
+
+
+def sources_rows(item: SourcesItem, device: torch.device) -> pd.DataFrame:
+    """The recursion per rounding source of one model."""
+    model = gpt2_model(item.spec, item.model_seed)
+    return sources_table(model, item.spec, item.alpha, item.bits, item.inputs, item.seed, device)
 
 
 def weights_rows(item: WeightsItem, device: torch.device) -> pd.DataFrame:

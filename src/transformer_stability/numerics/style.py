@@ -3,6 +3,10 @@ restyling never reruns a measurement."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+
+from transformer_stability.numerics.items import SOURCES
+
 NUMERICS_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
 SOFTMAX_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
 ALPHA_CMAP = "viridis"  # one colour per residual scaling alpha
@@ -10,4 +14,9 @@ OMEGA_LABELS = {
     "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
     "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
     "omega_kq": "ω_KQ",
+}
+# one colour per rounding source of N8 (numerics.items.SOURCES), "all" in black
+SOURCE_COLORS = {
+    "all": "black",
+    **dict(zip(SOURCES, plt.get_cmap("tab10").colors, strict=True)),
 }

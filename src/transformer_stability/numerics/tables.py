@@ -10,6 +10,7 @@ from typing import Any
 import pandera.pandas as pa
 from pandera.typing import Series
 
+from transformer_stability.numerics.items import SOURCES
 from transformer_stability.tables import INF, Table
 
 METRICS = ("rel_linf", "rel_comp", "abs_linf", "stream_min_l2", "stream_median_l2")
@@ -72,6 +73,30 @@ class Gpt2Recursion(Run):
 
     class Config:
         metadata = {"path": "numerics/gpt2_recursion.csv", "rule": "gather"}
+
+
+class RecursionSources(Table):
+    """The recursion per rounding source: one operation type rounded, all else float64."""
+
+    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    model: Series[str] = pa.Field(description="the model's name")
+    mantissa_bits: Series[int] = pa.Field(ge=1, description="the bits the source rounds to")
+    source: Series[str] = pa.Field(
+        isin=("all", *SOURCES), description="the operation type rounded (all: every one)"
+    )
+    alpha: Series[float] = pa.Field(gt=0, description="the residual branches' scale alpha")
+    checkpoint: Series[int] = pa.Field(ge=1, description="the residual add, 1 ... 2L")
+    kind: Series[str] = pa.Field(isin=("attn", "mlp"), description="the add it follows")
+    unit_roundoff: Series[float] = pa.Field(ge=0, description="u = 2^-(bits+1)")
+    measured: Series[float] = _bound("the largest absolute error over tokens (inf-norm)")
+    bound: Series[float] = _bound("the source's worst-case bound on it")
+    measured_rel: Series[float] = _bound("the error relative to the stream (inf-norm)")
+    bound_rel: Series[float] = _bound("the worst-case relative bound")
+    measured_rel_l2: Series[float] = _bound("the error relative to the stream (2-norm)")
+    typical_rel_l2: Series[float] = _bound("the source's typical-case estimate (2-norm)")
+
+    class Config:
+        metadata = {"path": "numerics/recursion_sources.csv", "rule": "gather"}
 
 
 class Gpt2Weights(Table):
@@ -161,4 +186,4 @@ class Lipschitz(Table):
         return len(lipschitz["seq_lens"]) * lipschitz["samples"] * 2  # inf, frobenius
 
 
-TABLES = (Gpt2Errors, Gpt2Recursion, Gpt2Weights, Norms, Softmax, Lipschitz)
+TABLES = (Gpt2Errors, Gpt2Recursion, RecursionSources, Gpt2Weights, Norms, Softmax, Lipschitz)
