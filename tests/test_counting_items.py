@@ -57,8 +57,8 @@ def test_a_training_item_has_the_bound_grid_and_unconstrained_runs_where_configu
     assert all(i.seeds == (10, 11, 12) for i in items.values())
     assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float64"}
     assert items["regression_L8"].grid == BoundGrid((0.9, 1.2), relative=True)
-    assert items["classification_L8"].grid == BoundGrid((0.5,), relative=False)
-    assert items["classification_L8"].edges_only and not items["regression_L8"].edges_only
+    assert items["classification_L16"].grid == BoundGrid((0.5,), relative=False)
+    assert items["classification_L16"].edges_only and not items["regression_L8"].edges_only
 
 
 def test_training_items_do_not_follow_the_theory(counting):
