@@ -126,27 +126,30 @@ def softmax_frame(
     return pd.DataFrame(rows)
 
 
-def lipschitz_frame(seq_lens=(4, 16, 64, 256), growth=0.0, ball_bound=120.0) -> pd.DataFrame:
-    """Worst found 5 n^growth against an n-free bound over the ball."""
+def lipschitz_frame(
+    seq_lens=(4, 16, 64, 256), growth=0.0, ball_bound=120.0, draws=2
+) -> pd.DataFrame:
+    """Per draw, worst found (5 + draw) n^growth against an n-free bound over the ball."""
     rows = []
-    for n in seq_lens:
-        for norm in ("inf", "frobenius"):
-            worst = 5.0 * (n / seq_lens[0]) ** growth
-            bound = ball_bound if norm == "inf" else ball_bound * np.sqrt(n)
-            rows.append(
-                {
-                    "seq_len": n,
-                    "sample": 0,
-                    "norm": norm,
-                    "estimate": 3.0,
-                    "worst": worst,
-                    "bound": 100.0,
-                    "ball_bound": bound,
-                    "worst_over_estimate": worst / 3.0,
-                    "worst_over_bound": worst / bound,
-                    "p_max_min": 0.3,
-                }
-            )
+    for draw in range(draws):
+        for n in seq_lens:
+            for norm in ("inf", "frobenius"):
+                worst = (5.0 + draw) * (n / seq_lens[0]) ** growth
+                bound = ball_bound if norm == "inf" else ball_bound * np.sqrt(n)
+                rows.append(
+                    {
+                        "seq_len": n,
+                        "draw": draw,
+                        "p_max_min": 0.3,
+                        "norm": norm,
+                        "estimate": 3.0,
+                        "worst": worst,
+                        "bound": 100.0,
+                        "ball_bound": bound,
+                        "worst_over_estimate": worst / 3.0,
+                        "bound_over_worst": bound / worst,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -344,12 +347,31 @@ def test_length_free_lipschitz_bound(checked):
     )
     assert finding.holds
     assert "Euclidean bound slope 0.5 " in finding.value
+    assert "(2 draws, n = 4..256)" in finding.value
+    assert "n=4 20-24" in finding.value  # 120 / 6 and 120 / 5: the spread over the draws
 
 
 def test_lipschitz_claim_fails_when_the_constant_grows_as_sqrt_n(checked):
     frame = lipschitz_frame(growth=0.5)
     tables = {claims.LIPSCHITZ: checked(frame, Lipschitz)}
     assert not claims.length_free_lipschitz(tables, SECTION).holds
+
+
+def test_lipschitz_claim_fails_when_one_draw_grows(checked):
+    frame = lipschitz_frame()
+    grows = (frame.draw == 1) & (frame.norm == "inf")
+    frame.loc[grows, "worst"] = 5.0 * np.sqrt(frame.seq_len[grows] / 4)
+    finding = claims.length_free_lipschitz({claims.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
+    assert not finding.holds
+    assert "to 0.5 (2 draws" in finding.value
+
+
+def test_lipschitz_claim_fails_when_a_found_constant_exceeds_the_bound(checked):
+    frame = lipschitz_frame()
+    frame.loc[(frame.draw == 0) & (frame.seq_len == 16) & (frame.norm == "inf"), "worst"] = 130.0
+    finding = claims.length_free_lipschitz({claims.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
+    assert not finding.holds
+    assert "1 of " in finding.value
 
 
 def test_lipschitz_claim_not_run_on_one_length(checked):

@@ -246,32 +246,51 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
 
 
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
-    """N7: Lipschitz estimates of self-attention at random inputs and the worst found over the
-    R-ball, with the bounds over the ball, against length n."""
+    """N7: Lipschitz constants of self-attention at random inputs and the worst found over the
+    R-ball, with the bounds over the ball, against length n; every weight draw shown (its
+    weights serve every n), and the bound's margin over the worst found per draw."""
     set_style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), constrained_layout=True)
     titles = {
         "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
         "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
     }
-    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
+    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=False):
         data = table[table.norm == norm]
         if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
             ax.set_title(f"{title}: not in this table")
             continue
-        stats = data.groupby("seq_len")[["estimate", "worst", "ball_bound"]].median()
-        stats = stats.reset_index()
-        ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
-        ax.plot(stats.seq_len, stats.estimate, "o-", color="tab:blue", label="random inputs")
-        found = data.dropna(subset=["worst"])
-        if not found.empty:
-            worst = found.groupby("seq_len").worst.max().reset_index()
-            ax.plot(worst.seq_len, worst.worst, "^-", color="tab:orange", label="worst found")
-        ax.plot(stats.seq_len, stats.ball_bound, "s--", color="tab:red", label=bound_label)
+        for column, style, color, label in [
+            ("estimate", "o-", "tab:blue", "random input"),
+            ("worst", "^-", "tab:orange", "worst found (ascent)"),
+            ("ball_bound", "s--", "tab:red", bound_label),
+        ]:
+            _draw_spread(ax, data.dropna(subset=[column]), column, style, color, label)
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     axes[0].set_ylabel("local Lipschitz constant")
+    fig.suptitle("median over the weight draws; band: their min to max", fontsize=9)
+    inf = table[(table.norm == "inf")].dropna(subset=["bound_over_worst"])
+    for draw, run in inf.groupby("draw"):
+        run = run.sort_values("seq_len")
+        axes[2].plot(run.seq_len, run.bound_over_worst, "o-", ms=3, label=f"draw {draw}")
+    axes[2].set(xscale="log", yscale="log", xlabel="sequence length n", ylim=(1, None))
+    axes[2].set_title("∞-norm: bound over the ball / worst found")
+    if not inf.empty:
+        axes[2].legend(fontsize=7, title="weights", title_fontsize=7)
+    for ax in axes:
+        ax.title.set_fontsize(10)
     return fig
+
+
+def _draw_spread(ax, data: pd.DataFrame, column: str, style: str, color: str, label: str) -> None:
+    """Median over the weight draws per n as a line, their min-max as a band, draws as dots."""
+    if data.empty:
+        return
+    stats = data.groupby("seq_len")[column].agg(["median", "min", "max"]).reset_index()
+    ax.plot(data.seq_len, data[column], ".", color=color, alpha=0.4)
+    ax.plot(stats.seq_len, stats["median"], style, color=color, ms=4, label=label)
+    ax.fill_between(stats.seq_len, stats["min"], stats["max"], color=color, alpha=0.15, lw=0)
 
 
 def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
@@ -502,15 +521,17 @@ shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
 {% set n = config["numerics"] %}
 N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
 weights N(0, 1/d), inputs in the ball max abs(x) <= R = {{ n["lipschitz"]["radius"] }}) against the
-sequence length n. Blue: at inputs uniform in [-R, R] (dots: single draws; line: median).
-Orange: the worst found by projected sign-gradient ascent over the ball
-({{ n["lipschitz"]["search"]["restarts"] }} starts, {{ n["lipschitz"]["search"]["steps"] }}
-steps, first {{ n["lipschitz"]["search"]["samples"] }} draw(s) per n), a lower bound of the
-supremum. Left: token-wise max-norm (max-norm power method, Jacobian-vector and
-vector-Jacobian products) with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball, which does
-not grow with n. Right: Euclidean norm (power iteration on J^T J) with the classical bound over
-the ball, which grows as sqrt(n). Ratios worst/bound and worst/random per draw: columns
-worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
+sequence length n, for {{ n["lipschitz"]["draws"] }} weight draws, each draw's weights used at
+every n (dots: draws; line: median; band: min to max over the draws). Blue: at one input uniform
+in [-R, R] per draw and n. Orange: the worst found by projected Adam ascent on the exact
+Jacobian row sums ({{ n["lipschitz"]["search"]["restarts"] }} starts of
+{{ n["lipschitz"]["search"]["steps"] }} steps per draw and n), a lower bound of the supremum
+over the ball. Left: token-wise max-norm, computed exactly (the largest absolute row sum of the
+Jacobian, from its closed form), with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball,
+which does not depend on n. Middle: Euclidean norm at the random input (power iteration on J^T
+J, not searched) with the classical bound over the ball, which grows as sqrt(n). Right: the
+max-norm bound over the worst found, per draw. Data: results/numerics/lipschitz.csv (columns
+bound_over_worst, worst_over_estimate).
 """,
         labels=_synthetic_labels(
             "N7", "attention Lipschitz constant vs length", lambda config: "float64"

@@ -12,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 from transformer_stability.numerics import attention, norms, softmax
+from transformer_stability.numerics.items import model_seed
 
 
 def norms_table(cfg: dict, seed: int) -> pd.DataFrame:
@@ -82,62 +83,65 @@ def _sample_rows(base: dict, mode: str, metric: str, measured, bound) -> list[di
 
 
 def lipschitz_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N7: local Lipschitz estimates of self-attention at random inputs and the worst found by
-    gradient ascent over the R-ball (the first `search.samples` draws), with the bounds at the
-    random input and over the whole ball, against length n."""
-    generator = torch.Generator().manual_seed(seed)
-    search, radius, rows = cfg["search"], cfg["radius"], []
-    for n in tqdm(cfg["seq_lens"], desc="attention Lipschitz", mininterval=5):
-        for sample in range(cfg["samples"]):
-            weights = attention.AttentionWeights.random(cfg["dim"], generator)
-            x = radius * (
-                2 * torch.rand(n, cfg["dim"], generator=generator, dtype=torch.float64) - 1
+    """N7: per weight draw (the same weights at every n) and length n, the Lipschitz constant
+    of self-attention at a random input (∞-norm exact, 2-norm by power iteration), the largest
+    ∞-norm constant found by ascent over the R-ball, and the bounds at the input and over the
+    ball."""
+    radius, search, rows = cfg["radius"], cfg["search"], []
+    for draw in range(cfg["draws"]):
+        weight_seed = model_seed(seed, f"lipschitz-weights{draw}")
+        weights = attention.AttentionWeights.random(
+            cfg["dim"], torch.Generator().manual_seed(weight_seed)
+        )
+        for n in tqdm(cfg["seq_lens"], desc=f"attention Lipschitz, draw {draw}", mininterval=5):
+            generator = torch.Generator().manual_seed(model_seed(seed, f"lipschitz{draw}-n{n}"))
+            x = _uniform((n, cfg["dim"]), radius, generator)
+            worst = max(
+                attention.worst_case_search(
+                    weights, start, radius, search["steps"], search["rate"]
+                )[0]
+                for start in [x]
+                + [_uniform(x.shape, radius, generator) for _ in range(search["restarts"] - 1)]
             )
-            estimates = {
-                "inf": attention.estimate_inf(
-                    weights, x, generator, cfg["restarts"], cfg["iterations"]
-                ),
-                "frobenius": attention.estimate_frobenius(weights, x, generator, cfg["iterations"]),
-            }
-            bounds = {
-                "inf": attention.lipschitz_bound_inf(weights, x),
-                "frobenius": attention.lipschitz_bound_frobenius(weights, x),
-            }
-            ball = {
-                "inf": attention.ball_bound_inf(weights, radius),
-                "frobenius": attention.ball_bound_frobenius(weights, n, radius),
-            }
+            frobenius = attention.estimate_frobenius(weights, x, generator, cfg["iterations"])
             p_max = float(weights.probabilities(x).amax(-1).min())
-            for norm in ("inf", "frobenius"):
-                worst = (
-                    _worst_found(weights, x, radius, norm, generator, search)
-                    if sample < search["samples"]
-                    else math.nan
+            base = {"seq_len": n, "draw": draw, "p_max_min": p_max}
+            rows.append(
+                _lipschitz_row(
+                    base,
+                    "inf",
+                    attention.exact_inf(weights, x),
+                    worst,
+                    attention.lipschitz_bound_inf(weights, x),
+                    attention.ball_bound_inf(weights, radius),
                 )
-                rows.append(
-                    {
-                        "seq_len": n,
-                        "sample": sample,
-                        "norm": norm,
-                        "estimate": estimates[norm],
-                        "worst": worst,
-                        "bound": bounds[norm],
-                        "ball_bound": ball[norm],
-                        "worst_over_estimate": worst / estimates[norm],
-                        "worst_over_bound": worst / ball[norm],
-                        "p_max_min": p_max,
-                    }
+            )
+            rows.append(
+                _lipschitz_row(
+                    base,
+                    "frobenius",
+                    frobenius,
+                    math.nan,
+                    attention.lipschitz_bound_frobenius(weights, x),
+                    attention.ball_bound_frobenius(weights, n, radius),
                 )
+            )
     return pd.DataFrame(rows)
 
 
-def _worst_found(weights, x, radius: float, norm: str, generator, search: dict) -> float:
-    """The best of `search.restarts` ascents: from the random input, then from fresh ones."""
-    starts = [x] + [_uniform(x.shape, radius, generator) for _ in range(search["restarts"] - 1)]
-    return max(
-        attention.worst_case_search(weights, start, radius, norm, generator, search)[0]
-        for start in starts
-    )
+def _lipschitz_row(
+    base: dict, norm: str, estimate: float, worst: float, bound: float, ball: float
+) -> dict:
+    return {
+        **base,
+        "norm": norm,
+        "estimate": estimate,
+        "worst": worst,
+        "bound": bound,
+        "ball_bound": ball,
+        "worst_over_estimate": worst / estimate,
+        "bound_over_worst": ball / worst,
+    }
 
 
 def _uniform(shape, radius: float, generator: torch.Generator) -> torch.Tensor:

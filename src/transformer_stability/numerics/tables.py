@@ -164,18 +164,21 @@ class Softmax(Table):
 
 
 class Lipschitz(Table):
-    """Attention's Lipschitz constant: estimate, worst found, bounds and their ratios."""
+    """Attention's Lipschitz constant per weight draw and length: at a random input, the worst
+    found over the ball, the bounds and their ratios."""
 
     seq_len: Series[int] = pa.Field(ge=1, description="the sequence length")
-    sample: Series[int] = pa.Field(ge=0, description="the sample")
+    draw: Series[int] = pa.Field(ge=0, description="the weight draw (the same weights at every n)")
+    p_max_min: Series[float] = pa.Field(ge=0, le=1, description="the random input's smallest p_max")
     norm: Series[str] = pa.Field(isin=("inf", "frobenius"), description="the matrix norm")
-    estimate: Series[float] = _bound("the random-input estimate")
-    worst: Series[float] = _bound("the worst found by projected ascent; NaN: not searched", True)
-    bound: Series[float] = _bound("the bound")
+    estimate: Series[float] = _bound(
+        "at the random input: exact (inf), power iteration (frobenius)"
+    )
+    worst: Series[float] = _bound("the largest found by Adam ascent; NaN: not searched", True)
+    bound: Series[float] = _bound("the bound at the random input")
     ball_bound: Series[float] = _bound("the bound over the R-ball")
     worst_over_estimate: Series[float] = _bound("worst / estimate", True)
-    worst_over_bound: Series[float] = _bound("worst / bound", True)
-    p_max_min: Series[float] = pa.Field(ge=0, le=1, description="the smallest p_max")
+    bound_over_worst: Series[float] = _bound("ball_bound / worst", True)
 
     class Config:
         metadata = {"path": "numerics/lipschitz.csv", "rule": "numerics_bounds"}
@@ -183,7 +186,7 @@ class Lipschitz(Table):
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
         lipschitz = config["numerics"]["lipschitz"]
-        return len(lipschitz["seq_lens"]) * lipschitz["samples"] * 2  # inf, frobenius
+        return len(lipschitz["seq_lens"]) * lipschitz["draws"] * 2  # inf, frobenius
 
 
 TABLES = (Gpt2Errors, Gpt2Recursion, RecursionSources, Gpt2Weights, Norms, Softmax, Lipschitz)
