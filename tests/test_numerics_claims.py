@@ -72,12 +72,13 @@ def norms_frame(
     return pd.DataFrame(rows)
 
 
-def _softmax_row(sweep, p_max, offset, mode, metric, measured, bound) -> dict:
+def _softmax_row(sweep, p_max, offset, mode, metric, measured, bound, fmt="m7") -> dict:
     return {
         "sweep": sweep,
         "p_max": p_max,
         "offset": offset,
-        "mantissa_bits": 7,
+        "format": "fp64" if mode == "propagation" else fmt,
+        "mantissa_bits": {"fp64": 52, "fp16": 10}.get(fmt, 7),
         "mode": mode,
         "metric": metric,
         "sample": 0,
@@ -92,12 +93,21 @@ def softmax_frame(
     sink_aware=True,
     unshifted_sensitive=True,
     bound_over_error=4.0,
+    cast_floor=None,
 ) -> pd.DataFrame:
     """Sink rows: errors min(1 - p_max, u)/2, bounds that fall with them (`sink_aware`) or stay
     at 2u. Offset rows: condition 5 + 2c unshifted, 5 shifted; errors u kappa (unshifted errors
     flat unless `unshifted_sensitive`). Every evaluation bound is `bound_over_error` times its
-    error."""
+    error. With `cast_floor`, fp16 sink rows too, their error and bound floored there."""
     rows = []
+    for p in p_maxes if cast_floor is not None else ():
+        error = max(min(1 - p, U7) / 2, cast_floor)
+        rows += [
+            _softmax_row(
+                "sink", p, 0.0, "shifted", "l1_abs", error, max(4 * error, 20 * cast_floor), "fp16"
+            ),
+            _softmax_row("sink", p, 0.0, "shifted", "worst_entry", error / 9, error / 8, "fp16"),
+        ]
     for p in p_maxes:
         gain = 2 * (1 - p**2)
         rows += [
@@ -315,6 +325,25 @@ def test_flat_softmax_bound_fails_the_sink_claim(checked):
 def test_sink_claim_not_run_without_strong_sinks(checked):
     frame = softmax_frame(p_maxes=(0.5, 0.99))  # 1 - p_max > u everywhere
     assert claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION) is None
+
+
+def test_sink_claim_tests_the_emulated_format_and_reports_the_casts(checked):
+    frame = softmax_frame(cast_floor=1e-5)  # a floor: the fp16 bound does not fall
+    finding = claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    assert finding.holds
+    assert finding.value.startswith("m7: ")
+    assert "torch casts, median bound/error: fp16 " in finding.value
+
+
+def test_bounds_fail_when_a_cast_entry_exceeds_its_bound(checked):
+    frame = softmax_frame(cast_floor=1e-5)
+    above = (frame.format == "fp16") & (frame.metric == "worst_entry") & (frame.p_max == 0.5)
+    frame.loc[above, "measured"] = 2 * frame.loc[above, "bound"]
+    finding = claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
+    assert not finding.holds
+    assert "softmax 1/" in finding.value
+    frame.loc[above, "measured"] = frame.loc[above, "bound"]  # equal: within the bound
+    assert claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION).holds
 
 
 # --- N.4 --------------------------------------------------------------------------------------

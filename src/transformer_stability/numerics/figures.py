@@ -15,6 +15,7 @@ from transformer_stability.numerics.style import (
     ALPHA_CMAP,
     NUMERICS_NORM_COLORS,
     OMEGA_LABELS,
+    SOFTMAX_FORMAT_COLORS,
     SOFTMAX_MODE_COLORS,
     SOURCE_COLORS,
 )
@@ -204,10 +205,12 @@ def norms_figure(table: pd.DataFrame) -> Figure:
 
 
 def softmax_figure(table: pd.DataFrame) -> Figure:
-    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset."""
+    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset (the
+    emulated format); the sink rows through real torch casts, subnormals included."""
     set_style()
-    med = table.groupby(["sweep", "mode", "metric", "p_max", "offset"])[["measured", "bound"]]
-    med = med.median().reset_index()
+    emulated = table.format.str.fullmatch(r"m\d+") | (table["mode"] == "propagation")
+    med = table[emulated].groupby(["sweep", "mode", "metric", "p_max", "offset"])
+    med = med[["measured", "bound"]].median().reset_index()
     sink, offset = med[med.sweep == "sink"], med[med.sweep == "offset"]
     if sink.empty or offset.empty:
         missing = " and ".join(
@@ -216,7 +219,7 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         raise ValueError(
             f"N6 needs rows of both sweeps (sink, offset); softmax.csv has no {missing} rows"
         )
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), constrained_layout=True)
     prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
     gain = prop[prop.metric == "l1_gain"]
     exact = prop[prop.metric == "jacobian_abs_sum"]
@@ -237,12 +240,35 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         ax.set(yscale="log", xlabel=xlabel, title=title)
         if x == "p_max":
             ax.set_xscale("log")
+    _casts_panel(axes[3], table)
     for ax in axes:
         ax.legend(fontsize=7)
         ax.title.set_fontsize(10)
-    bits = int(table.mantissa_bits.iloc[0])
-    fig.suptitle(f"softmax evaluated with m = {bits} mantissa bits (median over rows)", fontsize=10)
+    bits = int(table[table.format.str.fullmatch(r"m\d+")].mantissa_bits.iloc[0])
+    fig.suptitle(
+        f"softmax evaluated with m = {bits} mantissa bits, float64's exponent range, and through "
+        "real torch casts (median over rows)",
+        fontsize=10,
+    )
     return fig
+
+
+def _casts_panel(ax, table: pd.DataFrame) -> None:
+    """The shifted evaluation's 1-norm error vs sink mass per torch cast, with its bound."""
+    rows = table[
+        (table.sweep == "sink")
+        & table.format.isin(list(SOFTMAX_FORMAT_COLORS))
+        & (table["mode"] == "shifted")
+        & (table.metric == "l1_abs")
+    ]
+    med = rows.groupby(["format", "p_max"])[["measured", "bound"]].median().reset_index()
+    for name, run in med.groupby("format"):
+        color = SOFTMAX_FORMAT_COLORS[name]
+        ax.plot(1 - run.p_max, run.measured, "o-", color=color, ms=4, label=name)
+        ax.plot(1 - run.p_max, run.bound, "--", color=color, label=f"{name} bound")
+    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="torch casts, shifted: ‖p̂ − p‖₁")
+    if med.empty:
+        ax.set_title("torch casts: none in this table")
 
 
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
@@ -494,16 +520,21 @@ results/numerics/norms.csv.
         plot=softmax_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Left: logit errors
-of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
-of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
-errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
-bits, unshifted vs shifted (exp of z - max z), with the rigorous bounds (dashed), which keep the
-correlation of the sink's rounded exponential in numerator and sum and so fall with 1 - p_max
-like the error (a few times above it). Right: the largest
+N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. First panel: logit
+errors of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact
+sum of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences
+logit errors. Second: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
+bits in float64's exponent range, unshifted vs shifted (exp of z - max z), with the rigorous
+bounds (dashed), which keep the correlation of the sink's rounded exponential in numerator and
+sum and so fall with 1 - p_max like the error (a few times above it). Third: the largest
 componentwise relative error against a common logit offset at p_max =
 {{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
-shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
+shifted does not (abs(z - max z)). Right: the same sink rows evaluated through real torch casts
+({{ n["softmax"]["formats"] | join(", ") }}; shifted), whose bound also models gradual
+underflow: below the normal range (fp16: 2^-14, reached by tails of about e^-10 relative to the
+sink) a rounding errs by up to half the subnormal spacing, not relatively, which puts a floor
+under the error and the bound as the tail mass falls. Unshifted fp16 overflows once the sink
+logit exceeds ln 65504 (the bound is then infinite). Data: results/numerics/softmax.csv.
 """,
         labels=_synthetic_labels(
             "N6",

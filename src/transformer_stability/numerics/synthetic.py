@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from transformer_stability.numerics import attention, norms, softmax
 from transformer_stability.numerics.items import model_seed
+from transformer_stability.numerics.lowp import Format
 
 
 def norms_table(cfg: dict, seed: int) -> pd.DataFrame:
@@ -38,34 +39,61 @@ def norms_table(cfg: dict, seed: int) -> pd.DataFrame:
 
 
 def softmax_table(cfg: dict, seed: int) -> pd.DataFrame:
-    """N6: softmax sensitivity and evaluation error against the sink mass and the logit offset."""
+    """N6: softmax sensitivity and evaluation error against the sink mass and the logit offset,
+    in the emulated format; the sink rows also through real torch casts (`formats`), where the
+    tails reach the subnormals."""
     generator = torch.Generator().manual_seed(seed)
-    bits, rows = cfg["mantissa_bits"], []
-    grid = [(p, 0.0, "sink") for p in cfg["p_max"]]
+    emulated = Format(cfg["mantissa_bits"], cfg["max_exponent"])
+    casts = [Format.parse(name) for name in cfg["formats"]]
+    rows, grid = [], [(p, 0.0, "sink") for p in cfg["p_max"]]
     grid += [(cfg["offset_p_max"], c, "offset") for c in cfg["offsets"]]
     for p_max, offset, sweep in grid:
         z = softmax.sink_logits(cfg["n"], p_max, cfg["spread"], offset, cfg["samples"], generator)
         p = torch.softmax(z, dim=-1)
-        base = {"sweep": sweep, "p_max": p_max, "offset": offset, "mantissa_bits": bits}
+        base = {"sweep": sweep, "p_max": p_max, "offset": offset}
         if sweep == "sink":
             gain = softmax.perturbation_gain(z, cfg["eta"], generator)
             bound = softmax.perturbation_bound(p, cfg["eta"])
-            rows += _sample_rows(base, "propagation", "l1_gain", gain, bound)
+            exact = {**base, "format": "fp64", "mantissa_bits": 52}
+            rows += _sample_rows(exact, "propagation", "l1_gain", gain, bound)
             rows += _sample_rows(
-                base, "propagation", "jacobian_abs_sum", softmax.jacobian_abs_sum(p), bound
+                exact, "propagation", "jacobian_abs_sum", softmax.jacobian_abs_sum(p), bound
             )
-        for shifted in (False, True):
-            mode = "shifted" if shifted else "unshifted"
-            error = (softmax.softmax_lowp(z, bits, shifted, cfg["max_exponent"]) - p).abs()
-            error = torch.where(torch.isnan(error), math.inf, error)  # an overflowed row
-            limit = softmax.softmax_error_bound(z, bits, shifted, cfg["max_exponent"])
-            rows += _sample_rows(base, mode, "max_rel", (error / p).amax(-1), (limit / p).amax(-1))
-            rows += _sample_rows(base, mode, "l1_abs", error.sum(-1), limit.sum(-1))
+        for fmt in [emulated, *(casts if sweep == "sink" else [])]:
+            rows += _evaluation_rows(
+                {**base, "format": fmt.name, "mantissa_bits": fmt.bits}, z, p, fmt, fmt is emulated
+            )
+    return pd.DataFrame(rows)
+
+
+def _evaluation_rows(
+    base: dict, z: torch.Tensor, p: torch.Tensor, fmt: Format, conditions: bool
+) -> list[dict]:
+    """Shifted and unshifted evaluation in `fmt`: the largest relative error, the 1-norm error
+    and the entry closest to (or furthest above) its bound, each against its bound; with
+    `conditions` the largest relative condition number too (it does not depend on the format)."""
+    rows = []
+    for shifted in (False, True):
+        mode = "shifted" if shifted else "unshifted"
+        error = (softmax.softmax_lowp(z, fmt, shifted) - p).abs()
+        error = torch.where(torch.isnan(error), math.inf, error)  # an overflowed row
+        limit = softmax.softmax_error_bound(z, fmt, shifted)
+        rows += _sample_rows(base, mode, "max_rel", (error / p).amax(-1), (limit / p).amax(-1))
+        rows += _sample_rows(base, mode, "l1_abs", error.sum(-1), limit.sum(-1))
+        closest = (error / limit).nan_to_num(nan=0.0).argmax(-1, keepdim=True)
+        rows += _sample_rows(
+            base,
+            mode,
+            "worst_entry",
+            error.gather(-1, closest).squeeze(-1),
+            limit.gather(-1, closest).squeeze(-1),
+        )
+        if conditions:
             kappa = softmax.relative_condition(z, p, shifted).amax(-1)
             rows += _sample_rows(
                 base, mode, "kappa_max", kappa, torch.full_like(kappa, float("nan"))
             )
-    return pd.DataFrame(rows)
+    return rows
 
 
 def _sample_rows(base: dict, mode: str, metric: str, measured, bound) -> list[dict]:

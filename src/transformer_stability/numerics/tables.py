@@ -140,13 +140,17 @@ class Softmax(Table):
     sweep: Series[str] = pa.Field(isin=("sink", "offset"), description="the swept setting")
     p_max: Series[float] = pa.Field(gt=0, le=1, description="the largest probability")
     offset: Series[float] = pa.Field(description="the logits' offset")
+    format: Series[str] = pa.Field(
+        description="fp64 (propagation), m<bits> (emulated, float64's exponent range) or a torch "
+        "cast (fp16, bf16: subnormals and overflow)"
+    )
     mantissa_bits: Series[int] = pa.Field(ge=1, description="the format's mantissa bits")
     mode: Series[str] = pa.Field(
         isin=("propagation", "unshifted", "shifted"), description="what is measured"
     )
     metric: Series[str] = pa.Field(
-        isin=("l1_gain", "jacobian_abs_sum", "max_rel", "l1_abs", "kappa_max"),
-        description="the metric",
+        isin=("l1_gain", "jacobian_abs_sum", "max_rel", "l1_abs", "worst_entry", "kappa_max"),
+        description="the metric; worst_entry: the entry with the largest error/bound",
     )
     sample: Series[int] = pa.Field(ge=0, description="the sample")
     measured: Series[float] = _bound("the measured value", True)
@@ -157,10 +161,11 @@ class Softmax(Table):
 
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
-        """Per sample: a sink setting has 2 propagation + 2 x 3 evaluation metrics, an offset
-        setting the 6 evaluation metrics."""
+        """Per sample: a sink setting has 2 propagation + 2 x 4 emulated evaluation metrics +
+        2 x 3 per torch cast, an offset setting the 8 emulated evaluation metrics."""
         softmax = config["numerics"]["softmax"]
-        return (8 * len(softmax["p_max"]) + 6 * len(softmax["offsets"])) * softmax["samples"]
+        sink = 10 + 6 * len(softmax["formats"])
+        return (sink * len(softmax["p_max"]) + 8 * len(softmax["offsets"])) * softmax["samples"]
 
 
 class Lipschitz(Table):
