@@ -15,12 +15,15 @@ from transformer_stability.apjn.tables import (
     Agreement,
     Asymptotics,
     EndToEnd,
+    MatchedPairs,
     MeasuredCurves,
     TheoryDepth,
     Trainability,
+    TuningWindows,
     WidthExcess,
     WidthSlopes,
 )
+from transformer_stability.apjn.tuning import matched_pairs, rate_windows
 from transformer_stability.claims import HOLDS, NOT_RUN, VERDICTS, Claims
 from transformer_stability.io import read_table
 from transformer_stability.provenance import with_provenance
@@ -28,6 +31,7 @@ from transformer_stability.registry import table_model
 from transformer_stability.tables import Table, columns_of, table_problems, table_schema
 
 VARIANTS = (("ln", np.nan), ("derf", 1.0))
+RATES = (1e-3, 3e-3, 1e-2)
 
 
 def table(model: type[Table], rows: list[dict]) -> pd.DataFrame:
@@ -284,69 +288,68 @@ def sensitivity_rows(derf_power: float) -> list[dict]:
     ]  # fmt: skip
 
 
-def train_rows(
-    derf_losses: tuple[float, ...], derf_rise: float = 0.5, rates=(1e-3, 3e-3, 1e-2),
-    mults=(1.0, 4.0),
-) -> list[dict]:  # fmt: skip
-    """Final losses per rate at depth 4 (pre-LN flat over rates, Derf `derf_losses`, raised by
-    `derf_rise` at the larger init multiplier) and one shallower run; at init multiplier 4
-    Derf's first seed diverges at the largest rate."""
+def train_rows(derf_losses: tuple[float, ...], derf_rise: float = 0.5, rates=RATES,
+               mults=(1.0, 4.0), depths=(2, 4)) -> list[dict]:  # fmt: skip
+    """Final losses per rate, two seeds: pre-LN flat over rates (1, 1, 1.05) everywhere; Derf
+    α₀ 1 `derf_losses`, α₀ 2 and every larger init multiplier or depth raised by `derf_rise`;
+    at the largest α₀, multiplier and depth Derf's first seed diverges at the largest rate."""
     rows = []
-    for (norm, alpha), mult, seed in [(v, m, s) for v in VARIANTS for m in mults
-                                      for s in (0, 1)]:  # fmt: skip
-        rise = derf_rise if mult > 1 else 0.0
-        losses = (1.0, 1.0, 1.05) if norm == "ln" else [x + rise for x in derf_losses]
-        for depth, lr, loss in [(4, r, x) for r, x in zip(rates, losses, strict=False)] + [
-            (2, 3e-3, 1.0)
-        ]:
-            lost = norm == "derf" and mult == 4.0 and seed == 0 and lr == max(rates)
+    alphas = {"ln": (np.nan,), "derf": (1.0, 2.0)}
+    grid = [(v, a, m, d, s) for v in alphas for a in alphas[v] for m in mults for d in depths
+            for s in (0, 1)]  # fmt: skip
+    for norm, alpha, mult, depth, seed in grid:
+        steps = (alpha == 2.0) + (mult > 1) + (depth > min(depths))
+        losses = (1.0, 1.0, 1.05) if norm == "ln" else [x + steps * derf_rise for x in derf_losses]
+        for lr, loss in zip(rates, losses, strict=False):
+            lost = norm == "derf" and steps == 3 and seed == 0 and lr == max(rates)
             rows.append({
                 **ids(norm, alpha, mult), "width": 16, "depth": depth, "init_std": 0.1,
                 "lr": lr, "dataset": "textures", "train_seed": seed, "steps": 100,
                 "final_loss": np.nan if lost else loss, "train_accuracy": np.nan if lost else 0.5,
-                "test_accuracy": np.nan if lost else 0.5, "diverged": lost,
-                "theory_log_apjn": 1.0, "measured_log_apjn": 1.1,
+                "test_accuracy": np.nan if lost else 0.5, "diverged": lost, "loss_spikes": 0,
+                "grad_blowups": int(lost), "theory_log_apjn": 1.0 + steps + (norm == "ln"),
+                "measured_log_apjn": 1.1,
             })  # fmt: skip
     return rows
 
 
 def a5(derf_power: float, derf_losses: tuple[float, ...], **train):
+    runs = table(Trainability, train_rows(derf_losses, **train))
+    windows = rate_windows(runs)
     tables = {
         claims.END_TO_END: table(EndToEnd, sensitivity_rows(derf_power)),
-        claims.TRAINABILITY: table(Trainability, train_rows(derf_losses, **train)),
+        claims.TRAINABILITY: runs,
+        claims.WINDOWS: table(TuningWindows, windows.to_dict("records")),
+        claims.PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
     }
     return claims.init_and_tuning(tables, {})
 
 
-def test_rate_window_counts_rates_near_the_best_and_a_diverged_seed_as_lost():
-    windows = claims.rate_windows(pd.DataFrame(train_rows((1.0, 1.05, 1.0), derf_rise=0.0)))
-    derf = windows[windows["norm"] == "derf"].set_index("attn_mult")["window"]
-    assert derf.to_dict() == {1.0: 1.0, 4.0: pytest.approx(2 / 3)}
-    assert (windows.loc[windows["norm"] == "ln", "window"] == 1.0).all()
-
-
-def test_a5_holds_when_derf_spreads_more_degrades_more_and_its_rate_window_is_narrower():
+def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
     finding = a5(derf_power=4.0, derf_losses=(0.9, 1.5, 2.0))
     assert finding.holds
     assert "attn_mult derf ×256 (theory ×256)" in finding.value
-    assert "mult 4: pre-LN 1 (1), Derf/DyT 1.4 (0.333)" in finding.value
-    assert "diverged runs 1 of" in finding.value and "issue 20" in finding.statistic
+    assert "derf alpha 1→2: window +0 rates, best +38%" in finding.value
+    assert "ln depth 2→4: window +0 rates, best +0%" in finding.value
+    assert "diverged runs 1, loss spikes 0, gradient blow-ups 1 in 72 runs" in finding.value
+    assert "J-matched pairs" in finding.value and "partial r" in finding.value
 
 
 @pytest.mark.parametrize(
     "derf_power, derf_losses, derf_rise",
-    [(0.5, (0.9, 1.5, 2.0), 0.5), (4.0, (1.0, 1.0, 1.05), 0.5), (4.0, (0.9, 1.5, 2.0), 0.0)],
-    ids=["smaller spread", "as wide a window", "no rise with the multiplier"],
+    [(0.5, (0.9, 1.5, 2.0), 0.5), (4.0, (1.0, 1.0, 1.05), 0.0), (4.0, (0.9, 1.5, 2.0), 0.0)],
+    ids=["smaller spread", "as wide a window, no rise", "no rise with any factor"],
 )  # fmt: skip
-def test_a5_fails_on_a_smaller_spread_an_equal_window_or_no_rise(
+def test_a5_fails_on_a_smaller_spread_or_no_effect_of_the_factors(
     derf_power, derf_losses, derf_rise
 ):
     assert not a5(derf_power, derf_losses, derf_rise=derf_rise).holds
 
 
-def test_a5_not_run_with_fewer_than_three_rates_or_one_multiplier():
-    assert a5(4.0, (0.9, 1.5), rates=(1e-3, 3e-3)) is None
+def test_a5_not_run_with_fewer_than_three_rates_one_multiplier_or_one_depth():
+    assert a5(4.0, (0.9, 1.5), rates=RATES[:2]) is None
     assert a5(4.0, (0.9, 1.5, 2.0), mults=(1.0,)) is None
+    assert a5(4.0, (0.9, 1.5, 2.0), depths=(4,)) is None
 
 
 # --- on a finished tiny run ----------------------------------------------------------------

@@ -44,7 +44,8 @@ def test_item_counts_and_unique_ids(schema, preset):
         if train["batched"]
         else (1 + len(train["norms"]) * len(train["alphas"]))
         * len(train["mults"])
-        * (len(train["lrs"]) + len(train["depths"]) - 1)
+        * len(train["lrs"])
+        * len(train["depths"])
         * train["seeds"],
     }
     for sweep, count in expected.items():
@@ -109,14 +110,12 @@ def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):
     )
 
 
-def test_the_training_slices_share_the_largest_depth(tiny):
-    """alphas x lrs at the largest depth, alphas x depths at depth_lr (one of the lrs)."""
+def test_every_depth_trains_every_rate_and_multiplier(tiny):
+    """A full grid: each configuration's tuning window needs every rate at every depth."""
     cfg = tiny["apjn"]["train"]
     items = train_items(tiny["apjn"], 0)
-    deepest = max(cfg["depths"])
     for item in items:
-        want = cfg["lrs"] if item.spec.depth == deepest else [cfg["depth_lr"]]
-        assert sorted({run.lr for run in item.runs}) == sorted(want)
+        assert sorted({run.lr for run in item.runs}) == sorted(cfg["lrs"])
         assert {run.mult for run in item.runs} == set(cfg["mults"])
     assert {(i.spec.norm, i.spec.depth) for i in items} == {
         (norm, depth) for norm in ["ln", *cfg["norms"]] for depth in cfg["depths"]

@@ -17,7 +17,13 @@ from transformer_stability.apjn.batched import (
 from transformer_stability.apjn.items import Schedule
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.train import cifar100_dataset, texture_dataset, train_group
+from transformer_stability.apjn.train import (
+    Instability,
+    cifar100_dataset,
+    grad_norms,
+    texture_dataset,
+    train_group,
+)
 
 CPU = torch.device("cpu")
 CFG = Schedule(steps=60, batch_size=32, weight_decay=0.05, warmup_fraction=0.1)
@@ -138,3 +144,22 @@ def test_cifar_training_resizes_on_the_fly(tmp_path):
     short = Schedule(steps=2, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
     (result,) = train_group([SMALL], [1e-3], 0, data, short, CPU)
     assert result["steps"] == 2 and 0.0 <= result["test_accuracy"] <= 1.0
+
+
+def test_instability_counts_spikes_blowups_and_the_first_non_finite_step():
+    events = Instability(3)
+    losses = [(2.0, 2.0, 2.0), (1.0, 1.0, 1.0), (9.0, 1.0, 1.0), (9.0, 1.0, math.nan)]
+    grads = [(1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.0, 50.0, 1.0), (1.0, 1.0, 1.0)]
+    for step, (loss, grad) in enumerate(zip(losses, grads, strict=True)):
+        events.update(step, torch.tensor(loss), torch.tensor(grad))
+    # run 0: the smoothed loss 1.9 -> 2.61 -> 3.25 crosses 1.5 x its lowest (1.9) once
+    assert events.columns(0) == {"diverged": False, "loss_spikes": 1, "grad_blowups": 0}
+    assert events.columns(1) == {"diverged": False, "loss_spikes": 0, "grad_blowups": 1}
+    assert events.columns(2) == {"diverged": True, "loss_spikes": 0, "grad_blowups": 0}
+    assert events.failed.tolist() == [-1, -1, 3]
+
+
+def test_grad_norms_are_per_run():
+    params = {"w": torch.zeros(2, 3, requires_grad=True), "b": torch.zeros(2, requires_grad=True)}
+    (params["w"].sum(1) * torch.tensor([1.0, 2.0]) + params["b"]).sum().backward()
+    assert grad_norms(params).tolist() == pytest.approx([2.0, (12 + 1) ** 0.5])

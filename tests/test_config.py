@@ -63,7 +63,6 @@ def _broken(default_config, path, value):
         (["apjn", "model", "patch_size"], 7, ["'apjn.model.patch_size'", "does not divide"]),
         (["apjn", "images", "forward_source_block"], 80, ["below apjn.model.depth"]),
         (["apjn", "images", "source"], "cifar100", ["'apjn.images.cifar_root'"]),
-        (["apjn", "train", "depth_lr"], 0.02, ["'apjn.train.depth_lr'", "one of apjn.train.lrs"]),
         (["apjn", "train", "model", "init_std"], "vit_l", ["'apjn.train.model.init_std'"]),
         (["device"], "tpu", ["'device'", "allowed values: 'auto', 'cpu', 'cuda'"]),
         (

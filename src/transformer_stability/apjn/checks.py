@@ -57,11 +57,6 @@ def config_errors(apjn: dict[str, Any]) -> list[str]:
             "apjn.train.model",
             "patch_size must divide img_size and heads must divide width",
         ),
-        (
-            train["depth_lr"] in train["lrs"],
-            "apjn.train.depth_lr",
-            "must be one of apjn.train.lrs, so that both slices share the largest depth's runs",
-        ),
     ]
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
 

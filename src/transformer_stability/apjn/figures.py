@@ -78,47 +78,100 @@ def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Serie
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
-def _preln_panels(
-    ax_pow, ax_tokens, depth: pd.DataFrame, asymptotics, laws, tokens: pd.DataFrame, color
-) -> None:
-    """Pre-LN: J^{L,0} on log-log axes with the zeta_- fit and law, and the local exponent of
-    every token count N against L / N^3 with the two-mode closed form and zeta_-, zeta_+."""
+CLOSURE_STYLES = {"released": "-", "exact": "-."}
+"""Line style of each closure of uniform attention: the authors' recursion and the exact one."""
+
+
+def _preln_power_panel(ax, depth: pd.DataFrame, asymptotics, laws, color) -> None:
+    """Pre-LN's J^{L,0} at the model's own N on log-log axes with the zeta_- fit and law."""
     variant = Variant("ln")
     part = _select(depth, variant).sort_values("depth")
-    if not part.empty:
-        rows = _select(asymptotics, variant)
-        own = rows["n_tokens"] == part["n_tokens"].iloc[0]
-        fit = rows[own & (rows["quantity"] == "zeta_minus")].iloc[0]
-        law = _select(laws, variant).sort_values("depth")
-        label = (
-            f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
-            f" ζ₋ = {fit['predicted']:.3f}"
+    if part.empty:
+        return
+    rows = _select(asymptotics, variant)
+    n = part["n_tokens"].iloc[0]
+    fit = rows[(rows["n_tokens"] == n) & (rows["quantity"] == "zeta_minus")].iloc[0]
+    law = _select(laws, variant).sort_values("depth")
+    label = (
+        f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
+        f" ζ₋ = {fit['predicted']:.3f}"
+    )
+    ax.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
+    ax.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
+    ax.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title(f"pre-LN, N = {n}: J between $L^{{\\zeta_-}}$ and $L^{{\\zeta_+}}$")
+
+
+def _crossover_label(n: int, crossovers: pd.DataFrame) -> str:
+    """N, then per closure the generic-input crossover depth and the rho = 1 one."""
+    parts = []
+    for row in crossovers[crossovers["n_tokens"] == n].itertuples():
+        generic = (
+            "none"
+            if np.isnan(row.generic_crossover_depth)
+            else f"{row.generic_crossover_depth:.2g}"
         )
-        ax_pow.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
-        ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
-        ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
-        ax_pow.legend(loc="upper left", frameon=False, fontsize=8)
+        parts.append(f"{row.closure} {generic} (ρ=1: {row.crossover_depth:.2g})")
+    return f"N = {n}: " + ", ".join(parts)
+
+
+def _preln_token_panel(ax, tokens: pd.DataFrame, crossovers: pd.DataFrame) -> None:
+    """Pre-LN's local exponent of every token count N against L / N^3 in both closures, each
+    N's zeta_+ labelled, its generic-input crossover marked (x) and listed in the legend."""
     counts = sorted(tokens["n_tokens"].unique())
     palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    x_max = tokens["scaled_depth"].max()
     for n in counts:
-        rows = tokens[tokens["n_tokens"] == n].sort_values("depth")
-        x = rows["scaled_depth"]
-        ax_tokens.plot(x, rows["local_slope"], color=palette[n], label=f"N = {n}")
-        ax_tokens.plot(x, rows["two_mode_slope"], "--", color=palette[n], lw=1)
-        ax_tokens.axhline(rows["zeta_plus"].iloc[0], color=palette[n], ls=":", lw=0.8)
-        cross = rows["crossover_depth"].iloc[0] / n**3
-        if x.min() <= cross <= x.max():
-            ax_tokens.axvline(cross, color=palette[n], ls=":", lw=0.8)
+        for closure, style in CLOSURE_STYLES.items():
+            rows = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == closure)]
+            rows = rows.sort_values("depth")
+            label = _crossover_label(n, crossovers) if closure == "released" else None
+            ax.plot(rows["scaled_depth"], rows["local_slope"], style, color=palette[n], label=label)
+            cross = crossovers[(crossovers["n_tokens"] == n) & (crossovers["closure"] == closure)]
+            depth = cross["generic_crossover_depth"].iloc[0]
+            if not np.isnan(depth):
+                y = np.interp(depth, rows["depth"], rows["local_slope"])
+                ax.plot(depth / n**3, y, "x", color=palette[n], ms=7)
+        zeta_plus = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == "released")]
+        value = zeta_plus["zeta_plus"].iloc[0]
+        ax.axhline(value, color=palette[n], ls=":", lw=0.8)
+        ax.text(
+            x_max,
+            value,
+            f"ζ₊ = {value:.3f} (N = {n}) ",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=palette[n],
+        )
     if counts:
+        exact_plus = tokens.loc[tokens["closure"] == "exact", "zeta_plus"].iloc[0]
+        ax.axhline(exact_plus, color="black", ls="-.", lw=0.8)
+        ax.text(
+            x_max,
+            exact_plus,
+            f"exact closure: ζ₊ = {exact_plus:g} at every N ",
+            ha="right",
+            va="top",
+            fontsize=7,
+        )
         zeta_minus = tokens["zeta_minus"].iloc[0]
-        ax_tokens.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
-        ax_tokens.text(
+        ax.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
+        ax.text(
             tokens["scaled_depth"].min(), zeta_minus, " ζ₋", va="bottom", fontsize=8, color="grey"
         )
-    ax_tokens.set_xscale("log")
-    ax_tokens.set_xlabel(r"$L / N^3$")
-    ax_tokens.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
-    ax_tokens.legend(frameon=False, fontsize=8, loc="upper left")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$L / N^3$")
+    ax.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
+    ax.set_title("local exponent; x: crossover from the generic input")
+    ax.legend(
+        frameon=False,
+        fontsize=7,
+        loc="lower right",
+        title="generic-input crossover depth",
+        title_fontsize=7,
+    )
 
 
 def _measured_panel(ax, measured: pd.DataFrame, colors: dict) -> None:
@@ -152,9 +205,11 @@ def plot_depth_scaling(
     laws: pd.DataFrame,
     measured: pd.DataFrame,
     tokens: pd.DataFrame,
+    crossovers: pd.DataFrame,
 ) -> Figure:
     """A4: end-to-end J^{L,0} vs L. Left: pre-LN on log-log axes with the zeta_- law, and its
-    local exponent against L / N^3 for several token counts (the two-mode crossover). Middle:
+    local exponent against L / N^3 for several token counts in both closures (the crossover
+    to zeta_+). Middle:
     the saturating maps as ln J vs sqrt(L) and their local slopes. Right: the measured points
     at the measured depths with the theory."""
     set_style()
@@ -162,9 +217,8 @@ def plot_depth_scaling(
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     fig = Figure(figsize=(15, 7.5), layout="constrained")
     axes = fig.subplot_mosaic([["pow", "sqrt", "meas"], ["tokens", "sqrt_local", "meas"]])
-    _preln_panels(
-        axes["pow"], axes["tokens"], depth, asymptotics, laws, tokens, colors.get(("ln", None))
-    )
+    _preln_power_panel(axes["pow"], depth, asymptotics, laws, colors.get(("ln", None)))
+    _preln_token_panel(axes["tokens"], tokens, crossovers)
     for variant in variants:
         if variant.norm == "ln":
             continue
@@ -185,7 +239,6 @@ def plot_depth_scaling(
     axes["pow"].set_yscale("log")
     axes["pow"].set_xlabel("depth L")
     axes["pow"].set_ylabel(r"$J^{L,0}$")
-    axes["pow"].set_title("pre-LN: power law $J \\propto L^{\\zeta_-}$ for $L \\ll N^3$")
     axes["sqrt"].set_ylabel(r"$\ln J^{L,0}$")
     axes["sqrt"].set_title(r"saturating maps: $\ln J \propto \alpha\sqrt{L}$")
     axes["sqrt_local"].set_xlabel(r"$\sqrt{L}$")
@@ -200,6 +253,42 @@ def plot_depth_scaling(
         ha="center",
         fontsize=8,
     )
+    return fig
+
+
+def plot_finite_n(compare: pd.DataFrame) -> Figure:
+    """A10: measured/theory J^{b,0} of deep pre-LN models at few tokens for both closures, one
+    panel per input; mean over initializations with bootstrap bars."""
+    set_style()
+    inputs = list(dict.fromkeys(compare["input"]))
+    counts = sorted(compare["n_tokens"].unique())
+    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    fig = Figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(inputs), sharey=True))
+    for ax, kind in zip(axes, inputs, strict=True):
+        for n in counts:
+            rows = compare[(compare["input"] == kind) & (compare["n_tokens"] == n)]
+            rows = rows.sort_values("block")
+            for k, (closure, style) in enumerate(CLOSURE_STYLES.items()):
+                ratio = rows[f"ratio_{closure}"]
+                bars = [ratio - rows[f"ratio_{closure}_lo"], rows[f"ratio_{closure}_hi"] - ratio]
+                ax.errorbar(
+                    rows["block"] * (1.04 if k else 0.96),
+                    ratio,
+                    yerr=bars,
+                    fmt="o" + style,
+                    ms=4,
+                    color=palette[n],
+                    mfc=palette[n] if closure == "exact" else "white",
+                    capsize=2,
+                    label=f"N = {n}, {closure}",
+                )
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("block b")
+        ax.set_title(f"{kind} tokens (d = {int(compare['width'].iloc[0])})")
+    axes[0].set_ylabel(r"measured / theory $J^{b,0}$")
+    axes[-1].legend(frameon=False, fontsize=8)
     return fig
 
 
@@ -527,67 +616,52 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     return fig
 
 
-def _slices(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str]]:
-    """(title, rows, y column): α₀ x lr at the largest depth, α₀ x depth at the depth slice's
-    rate (the one rate trained at every depth)."""
-    deepest = table["depth"].max()
-    others = table[table["depth"] != deepest]
-    depth_lr = others["lr"].iloc[0] if len(others) else table["lr"].min()
-    return [
-        (f"L = {deepest}", table[table["depth"] == deepest], "lr"),
-        (f"lr = {depth_lr:g}", table[table["lr"] == depth_lr], "depth"),
-    ]
+_WINDOW_ROWS = (
+    ("best_loss", "best final loss over rates"),
+    ("window_rates", "rates within tolerance of the best"),
+    ("events", "instability events (all runs)"),
+)
+_MULT_STYLES = ("-", "--", ":", "-.")
 
 
-def _heat_map(ax, rows: pd.DataFrame, y: str, metric: str, cmap: str, vmax: float):
-    """Mean over seeds of the non-diverged runs; a cell's text gives it and, as ×k, the number
-    of its seeds that diverged (grey: all of them)."""
-    variants, levels = _variants(rows), sorted(rows[y].unique())
-    grid = np.full((len(levels), len(variants)), np.nan)
-    lost = np.zeros_like(grid, dtype=int)
-    for j, variant in enumerate(variants):
-        cells = _select(rows, variant)
-        for i, level in enumerate(levels):
-            cell = cells[cells[y] == level]
-            finite = cell[~cell["diverged"]][metric]
-            grid[i, j] = finite.mean() if len(finite) else np.nan
-            lost[i, j] = int(cell["diverged"].sum())
-    ax.set_facecolor("0.8")
-    image = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto", origin="lower")
-    for (i, j), value in np.ndenumerate(grid):
-        text = "" if np.isnan(value) else f"{value:.2f}"
-        text += f"\n×{lost[i, j]}" if lost[i, j] else ""
-        dark = not np.isnan(value) and np.dot(image.to_rgba(value)[:3], (0.3, 0.59, 0.11)) < 0.5
-        ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color="w" if dark else "k")
-    ax.set_xticks(range(len(variants)), [_label(v) for v in variants], rotation=60, fontsize=7)
-    ax.set_yticks(range(len(levels)), [f"{v:g}" for v in levels], fontsize=7)
-    ax.set_ylabel({"lr": "peak learning rate", "depth": "depth L"}[y])
-    ax.grid(False)
-    return image
+def _window_panel(ax, rows: pd.DataFrame, column: str) -> None:
+    """One depth's configurations: Derf and DyT against α₀ (one line per init multiplier),
+    pre-LN as a horizontal line per multiplier."""
+    mults = sorted(rows["attn_mult"].unique())
+    for norm, part in rows.groupby("norm"):
+        for k, mult in enumerate(mults):
+            line = part[part["attn_mult"] == mult].sort_values("alpha")
+            style = {"color": NORM_COLORS[norm], "ls": _MULT_STYLES[k % len(_MULT_STYLES)]}
+            if norm == "ln":
+                ax.axhline(line[column].iloc[0], lw=1.2, **style)
+            else:
+                ax.plot(line["alpha"], line[column], marker=NORM_MARKERS[norm], ms=4, **style)
+    ax.set_xscale("log")
 
 
-def plot_trainability(table: pd.DataFrame) -> Figure:
-    """A7: heat maps of test accuracy and final training loss over the two slices (α₀ x lr at
-    the largest depth, α₀ x depth at one rate), one panel per init multiplier."""
+def plot_trainability(windows: pd.DataFrame) -> Figure:
+    """A7: per depth (columns), the best final loss over rates, the window of rates near it
+    and the instability events of every configuration, against α₀ (pre-LN: horizontal)."""
     set_style()
-    mults = sorted(table["attn_mult"].unique())
-    slices = _slices(table)
-    fig = Figure(figsize=(3.4 * len(mults) * len(slices) + 1, 7), layout="constrained")
-    axes = fig.subplots(2, len(mults) * len(slices), squeeze=False)
-    top_loss = float(np.nanmax(table["final_loss"])) if table["final_loss"].notna().any() else 1.0
-    metrics = (("test_accuracy", "viridis", 1.0, "test accuracy"),
-               ("final_loss", "magma_r", top_loss, "final training loss"))  # fmt: skip
-    for row, (metric, cmap, vmax, label) in enumerate(metrics):
-        for k, ((title, rows, y), mult) in enumerate((s, m) for s in slices for m in mults):
-            ax = axes[row, k]
-            image = _heat_map(ax, rows[rows["attn_mult"] == mult], y, metric, cmap, vmax)
-            ax.set_title(f"{title}, init mult {mult:g}", fontsize=9)
-        fig.colorbar(image, ax=axes[row, :], label=label, shrink=0.8)
-    width, steps = int(table["width"].iloc[0]), int(table["steps"].max())
-    fig.suptitle(
-        f"trainability: ViT d = {width}, {steps} AdamW steps on {table['dataset'].iloc[0]}; "
-        "mean over seeds, ×k: k seeds diverged"
-    )
+    windows = windows.assign(events=windows[["diverged", "loss_spikes", "grad_blowups"]].sum(1))
+    depths = sorted(windows["depth"].unique())
+    fig = Figure(figsize=(3.6 * len(depths) + 1, 8), layout="constrained")
+    axes = fig.subplots(len(_WINDOW_ROWS), len(depths), squeeze=False, sharex=True, sharey="row")
+    finite = windows["best_loss"].replace(np.inf, np.nan)
+    for j, depth in enumerate(depths):
+        rows = windows[windows["depth"] == depth].assign(best_loss=finite)
+        for i, (column, label) in enumerate(_WINDOW_ROWS):
+            _window_panel(axes[i, j], rows, column)
+            axes[i, 0].set_ylabel(label)
+        axes[0, j].set_title(f"L = {depth}", fontsize=10)
+        axes[-1, j].set_xlabel(r"$\alpha_0$")
+    mults = sorted(windows["attn_mult"].unique())
+    handles = [Line2D([], [], color=NORM_COLORS[n], marker=NORM_MARKERS[n], label=NORM_LABELS[n])
+               for n in NORM_ORDER if n in set(windows["norm"])]  # fmt: skip
+    handles += [Line2D([], [], color="0.3", ls=_MULT_STYLES[k % len(_MULT_STYLES)],
+                       label=f"init mult {m:g}") for k, m in enumerate(mults)]  # fmt: skip
+    axes[0, -1].legend(handles=handles, frameon=False, fontsize=8)
+    fig.suptitle("tuning windows: best loss over peak rates, the rates near it, instability")
     return fig
 
 
@@ -595,36 +669,32 @@ def _log10_axis(axis) -> None:
     axis.set_major_formatter(lambda v, _: f"$10^{{{v:g}}}$")
 
 
-def plot_trainability_theory(table: pd.DataFrame) -> Figure:
-    """A8: every run's final loss and test accuracy against the theory's J^{L,0} of the model
-    it started from (colour: peak rate, marker: norm, filled: the smallest init multiplier,
-    open: larger; diverged runs as x at the top), and the theory against the Hutchinson
-    estimate of that J^{L,0} (one dot per built model)."""
+def plot_trainability_theory(
+    windows: pd.DataFrame, pairs: pd.DataFrame, table: pd.DataFrame
+) -> Figure:
+    """A8: every configuration's best loss and window against the theory's J^{L,0} of its
+    models at init, J-matched pairs joined by grey lines (left, middle); the theory against
+    the Hutchinson estimate of J^{L,0}, one dot per built model (right)."""
     set_style()
-    sns = seaborn()
     fig = Figure(figsize=(15, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
-    lrs = sorted(table["lr"].unique())
-    colors = dict(zip(lrs, sns.color_palette("viridis", len(lrs)), strict=True))
-    theory = table["theory_log_apjn"] / np.log(10)
-    first = table["attn_mult"] == table["attn_mult"].min()
-    for ax, metric, label in ((axes[0], "final_loss", "final training loss"),
-                              (axes[1], "test_accuracy", "test accuracy")):  # fmt: skip
-        ok = table[~table["diverged"]]
-        top = float(np.nanmax(ok[metric])) * 1.08 if len(ok) else 1.0
-        for (norm, lr, filled), part in table.groupby(["norm", "lr", first]):
-            color = colors[lr]
-            ran = part[~part["diverged"]]
-            face = color if filled else "none"
-            ax.scatter(theory[ran.index], ran[metric], marker=NORM_MARKERS[norm], s=26,
-                       facecolors=face, edgecolors=color, linewidths=1)  # fmt: skip
-            lost = part[part["diverged"]]
-            ax.scatter(theory[lost.index], np.full(len(lost), top), marker="x", color=color)
-        ax.set_xlabel(r"theory $J^{L,0}$ of the built model at init")
+    log10 = np.log(10)
+    for ax, (column, label) in zip(axes, _WINDOW_ROWS[:2], strict=False):
+        first, second = pairs[f"{column}_first"], pairs[f"{column}_second"]
+        for row in pairs.assign(a=first, b=second).itertuples(index=False):
+            ax.plot([row.log_apjn_first / log10, row.log_apjn_second / log10], [row.a, row.b],
+                    color="0.7", lw=0.6, zorder=1)  # fmt: skip
+        for (norm, mult), part in windows.groupby(["norm", "attn_mult"]):
+            filled = mult == windows["attn_mult"].min()
+            color = NORM_COLORS[norm]
+            ax.scatter(part["log_apjn"] / log10, part[column].replace(np.inf, np.nan),
+                       marker=NORM_MARKERS[norm], s=18 + 4 * part["depth"], zorder=2,
+                       facecolors=color if filled else "none", edgecolors=color)  # fmt: skip
+        ax.set_xlabel(r"theory $J^{L,0}$ at init")
         _log10_axis(ax.xaxis)
         ax.set_ylabel(label)
     models = table.drop_duplicates(["norm", "alpha", "attn_mult", "depth", "train_seed"])
-    measured = models["measured_log_apjn"] / np.log(10)
+    theory, measured = models["theory_log_apjn"] / log10, models["measured_log_apjn"] / log10
     for norm, part in models.groupby("norm"):
         axes[2].scatter(theory[part.index], measured[part.index], marker=NORM_MARKERS[norm],
                         color=NORM_COLORS[norm], s=22, label=NORM_LABELS[norm])  # fmt: skip
@@ -635,15 +705,9 @@ def plot_trainability_theory(table: pd.DataFrame) -> Figure:
     _log10_axis(axes[2].xaxis)
     _log10_axis(axes[2].yaxis)
     axes[2].legend(frameon=False, fontsize=8)
-    handles = [Line2D([], [], ls="", marker=NORM_MARKERS[n], color="0.3", label=NORM_LABELS[n])
-               for n in NORM_ORDER if n in set(table["norm"])]  # fmt: skip
-    handles += [Line2D([], [], ls="", marker="o", color=colors[lr], label=f"lr {lr:g}")
-                for lr in lrs]  # fmt: skip
-    handles += [Line2D([], [], ls="", marker="x", color="0.3", label="diverged")]
-    axes[1].legend(handles=handles, frameon=False, fontsize=8)
     fig.suptitle(
         "trainability against the theory's end-to-end APJN (filled: init mult "
-        f"{table['attn_mult'].min():g}, open: larger)"
+        f"{windows['attn_mult'].min():g}, open: larger; size: depth; grey: J-matched pairs)"
     )
     return fig
 
@@ -772,28 +836,34 @@ repeats the image comparison with the full-Gram closure (pre-LN and Derf). The d
             "laws": "results/apjn/depth_laws.csv",
             "measured": "results/apjn/end_to_end.csv",
             "tokens": "results/apjn/preln_tokens.csv",
+            "crossovers": "results/apjn/preln_crossovers.csv",
         },
         plot=plot_depth_scaling,
         caption="""\
 A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
-{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN. Its (J, K)
-recursion, linearised at token correlation 1, has two power laws, ζ₋ = m/(m + 2a) and
-ζ₊ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on ζ₊, so for
-L much below the crossover (about N^3 blocks) J grows as L^ζ₋: the paper's power law. The
-legend gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the
-same fit of the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against
-L / N^3 for N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens (solid:
-recursion from q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }},
-to {{ config["apjn"]["theory"]["token_max_depth"] }} blocks; dashed: two-mode closed form, exact
-when p0 = q0; dotted: ζ₋ (grey), each N's ζ₊ and crossover). The recursion approaches
-the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - ζ₋)). Middle:
+{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN at the model's
+own N. Its (J, K) recursion, linearised at token correlation 1, has two power laws,
+ζ₋ = m/(m + 2a) and ζ₊ = 1 + a/(N(a + m/2)) in the authors' closure (ζ₊ = 1 in the exact
+one, results/apjn/preln_crossovers.csv); the start (J, K) = (1, 0) puts weight 1/(N + 1) on
+ζ₊ in both, so J grows between L^ζ₋ and L^ζ₊, as L^ζ₋ only far below the crossover. The legend
+gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the same fit of
+the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against L / N^3 for
+N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens and the model's own
+(solid: the authors' closure; dash-dotted: uniform attention taken exactly; both from
+q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}, to
+{{ config["apjn"]["theory"]["token_max_depth"] }} blocks). Dotted lines: ζ₋ (grey) and each N's
+ζ₊ in the authors' closure, labelled; dash-dotted black: the exact closure's ζ₊. x: the
+generic-input crossover, the first depth after the plateau where the local exponent reaches
+(ζ₋ + ζ₊)/2; the legend lists it per closure beside the ρ = 1 formula's (none: the plateau
+already lies above the midpoint, or the crossover is beyond the computed depth). Which closure
+the measurement supports: A10. Middle:
 ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential, subcritical
 growth) whose slope is proportional to alpha (dashed: closed-form slope), and its local slope.
 Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
 at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
 over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
 with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
-asymptotics.csv, preln_tokens.csv and end_to_end.csv (sweep "depth").
+asymptotics.csv, preln_tokens.csv, preln_crossovers.csv and end_to_end.csv (sweep "depth").
 """,
         labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
     ),
@@ -841,26 +911,30 @@ p, q_theory, p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gra
         name="apjn_trainability",
         code="A7",
         study="apjn",
-        tables={"table": "results/apjn/trainability.csv"},
+        tables={"windows": "results/apjn/tuning_windows.csv"},
         plot=plot_trainability,
         caption="""\
-A7. Trainability with the authors' recipe (AdamW, betas (0.9, 0.999), weight decay
+A7. Tuning windows with the authors' recipe (AdamW, betas (0.9, 0.999), weight decay
 {{ config["apjn"]["train"]["weight_decay"] }} on weight matrices only, linear warm-up over
 {{ config["apjn"]["train"]["warmup_fraction"] }} of {{ config["apjn"]["train"]["steps"] }} steps
-then a constant rate) of ViTs of width {{ config["apjn"]["train"]["model"]["width"] }} with
-{{ config["apjn"]["train"]["activation"] }} MLPs, init std
-{{ config["apjn"]["train"]["model"]["init_std"] }}, on the
-{{ config["apjn"]["train"]["data"]["source"] }} task. Heat maps of test accuracy (top) and final
-training loss (mean over the last 10 % of steps, bottom), mean over
-{{ config["apjn"]["train"]["seeds"] }} seeds, over two slices: α₀ x peak learning rate at depth
-{{ config["apjn"]["train"]["depths"] | max }} and α₀ x depth at rate
-{{ config["apjn"]["train"]["depth_lr"] }}, each at every init multiplier (attn_mult = mlp_mult);
-pre-LN is the first column. ×k: k seeds diverged (non-finite loss; grey if all did). Data:
-results/apjn/trainability.csv.
+then a constant rate, batch {{ config["apjn"]["train"]["batch_size"] }}) of ViTs of width
+{{ config["apjn"]["train"]["model"]["width"] }} with {{ config["apjn"]["train"]["activation"] }}
+MLPs, init std {{ config["apjn"]["train"]["model"]["init_std"] }}, on the
+{{ config["apjn"]["train"]["data"]["source"] }} task, each configuration (norm, α₀, init
+multiplier = attn_mult = mlp_mult, depth) trained at the peak rates
+{{ config["apjn"]["train"]["lrs"] | join(", ") }} with
+{{ config["apjn"]["train"]["seeds"] }} seeds. Top: the best over rates of the final training
+loss (mean over the last 10 % of steps and over seeds; a rate at which a seed diverged counts as
+never trained); middle: the number of rates whose loss is within 10 % of that best (the tuning
+window); bottom: instability events over all its runs (non-finite loss or gradient, loss spikes
+above 1.5 x the lowest smoothed loss so far, gradient norms above 10 x their running mean).
+Columns: depth; lines: Derf and DyT against α₀, one style per init multiplier; pre-LN:
+horizontal lines. Data: results/apjn/tuning_windows.csv (rule apjn_tuning, from
+trainability.csv).
 """,
         labels=_labels(
             "A7",
-            "loss and accuracy after training over α₀ × lr and α₀ × depth",
+            "best loss over rates, tuning window and instability vs α₀, multiplier, depth",
             _task,
             models=_trained,
         ),
@@ -869,23 +943,28 @@ results/apjn/trainability.csv.
         name="apjn_trainability_theory",
         code="A8",
         study="apjn",
-        tables={"table": "results/apjn/trainability.csv"},
+        tables={
+            "windows": "results/apjn/tuning_windows.csv",
+            "pairs": "results/apjn/matched_pairs.csv",
+            "table": "results/apjn/trainability.csv",
+        },
         plot=plot_trainability_theory,
         caption="""\
-A8. Every training run of A7 against the end-to-end APJN J^{L,0} that the mean-field theory gives
-for the model it started from: the built model's (a, m) read off its weights and (q0, p0) of its
-patch embedding of training images (exact at init for ReLU MLPs). Left: final training loss;
-middle: test accuracy; colour: peak learning rate, marker: norm, filled: init multiplier 1,
-open: larger; x at the top: diverged runs. If the theory explains trainability, outcomes order
-by J^{L,0} across α₀, init scale and depth. Right: the theory against the Hutchinson estimate of
-the same J^{L,0} at init (16 training images, every token); pre-LN's measured value lies far
-above the theory because the CLS token (std 1e-6 plus the position embedding) has a tiny
-variance, so its LayerNorm Jacobian is huge, and the theory has no CLS channel. Data:
-results/apjn/trainability.csv.
+A8. Every configuration of A7 against the end-to-end APJN J^{L,0} that the mean-field theory
+gives for its models at init: the built model's (a, m) read off its weights and (q0, p0) of its
+patch embedding of training images (exact at init for ReLU MLPs), mean over seeds. Left: best
+final training loss over rates; middle: the tuning window (rates within 10 % of the best);
+marker: norm, filled: init multiplier 1, open: larger, size: depth; grey lines join the J-matched
+pairs (ln J^{L,0} within 0.1 of each other, different α₀, multiplier or depth). If J^{L,0}
+decided trainability, outcomes would order by it and matched pairs would lie flat. Right: the
+theory against the Hutchinson estimate of the same J^{L,0} at init (16 training images, every
+token); pre-LN's measured value lies far above the theory because the CLS token (std 1e-6 plus
+the position embedding) has a tiny variance, so its LayerNorm Jacobian is huge, and the theory
+has no CLS channel. Data: results/apjn/tuning_windows.csv, matched_pairs.csv, trainability.csv.
 """,
         labels=_labels(
             "A8",
-            "loss and accuracy after training vs the theory's end-to-end APJN",
+            "best loss and tuning window vs the theory's end-to-end APJN",
             _task,
             models=_trained,
         ),
@@ -924,6 +1003,34 @@ width_agreement.csv).
             "image-input GMFE − 1 vs model width",
             "natural images",
             models=lambda config: _variant_list(config["apjn"]["width_scan"]["variants"]),
+        ),
+    ),
+    FigureSpec(
+        name="apjn_finite_n",
+        code="A10",
+        study="apjn",
+        tables={"compare": "results/apjn/finite_n_compare.csv"},
+        plot=plot_finite_n,
+        caption="""\
+A10. Which closure of uniform attention holds at few tokens: J^{b,0} measured in pre-LN timm ViTs
+of width {{ config["apjn"]["finite_n"]["width"] }} and depth
+{{ config["apjn"]["finite_n"]["depth"] }} (built {{ config["apjn"]["finite_n"]["chunk_blocks"] }}
+blocks at a time), over the theory's, for N = {{ config["apjn"]["finite_n"]["token_counts"] |
+join(", ") }} tokens (CLS excluded; N + 1 attend). Open markers, solid: the authors' closure
+(cross-token term a chi_p, self-term a chi_q / N); filled, dash-dotted: uniform attention taken
+exactly (a chi_p N/(N + 1), a chi_q/(N + 1), and the statistics' self-term). Left: identical
+tokens (p0 = q0), where uniform attention is exact at any weights; right: the generic input
+(p0 = {{ config["apjn"]["input"]["p0"] }}). Mean over {{ config["apjn"]["finite_n"]["inits"] }}
+initializations ({{ config["apjn"]["finite_n"]["probes"] }} probes each), each against the
+theory with its own (a, m); bars: 95 % bootstrap intervals over initializations. A closure
+fits where its bar covers 1 (column verdict). Data: results/apjn/finite_n_compare.csv (from
+finite_n.csv).
+""",
+        labels=_labels(
+            "A10",
+            "measured / theory APJN at few tokens, both closures",
+            "identical and generic tokens",
+            models=lambda config: "pre-LN",
         ),
     ),
 )

@@ -14,7 +14,7 @@ from typing import Any
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.sweeps import Sweep
-from transformer_stability.work import TRAIN_FACTOR, Work
+from transformer_stability.work import TRAIN_FACTOR, Work, transformer_flop
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -119,6 +119,31 @@ class EndToEndItem:
     @property
     def provenance(self) -> dict[str, int | str]:
         return {"seed": self.settings.seed, "dtype": self.settings.dtype}
+
+
+@dataclass(frozen=True)
+class FiniteNItem:
+    """One initialization of a deep pre-LN model measured at few tokens: J^{b,0} for identical
+    tokens (p0 = q0, where uniform attention is exact) and the generic input, each token count,
+    which tells the exact finite-N closure from the authors'. The model is built and pushed
+    through `chunk_blocks` blocks at a time, so its depth is not bounded by memory."""
+
+    spec: ViTSpec
+    token_counts: tuple[int, ...]
+    q0: float
+    p0: float
+    probes: int
+    chunk_blocks: int
+    dtype: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"w{self.spec.width}_depth{self.spec.depth}_init{self.seed}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": self.dtype}
 
 
 @dataclass(frozen=True)
@@ -308,6 +333,26 @@ def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     ]
 
 
+def finite_n_items(apjn: dict[str, Any], seed: int) -> list[FiniteNItem]:
+    """finite_n.inits initializations of the configured model (ViT-B's mean-field constants
+    with init_std vit_b) at finite_n's width, heads and depth."""
+    cfg = apjn["finite_n"]
+    spec = base_spec(apjn).with_(width=cfg["width"], heads=cfg["heads"], depth=cfg["depth"])
+    return [
+        FiniteNItem(
+            spec,
+            tuple(cfg["token_counts"]),
+            apjn["input"]["q0"],
+            apjn["input"]["p0"],
+            cfg["probes"],
+            cfg["chunk_blocks"],
+            apjn["measure"]["dtype"],
+            init,
+        )
+        for init in init_seeds(seed, cfg["inits"])
+    ]
+
+
 def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
     data = cfg["data"]
     return TrainData(
@@ -322,10 +367,10 @@ def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
 
 
 def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
-    """Two slices of the trainability sweep, one item per (norm, depth, seed): α₀ x every rate
-    of train.lrs at the largest depth, α₀ x every depth at train.depth_lr; every α₀ at every init
-    multiplier, pre-LN alongside; seeds seed .. seed + train.seeds - 1. With train.batched
-    false every run is its own item (a job per ViT-B run at paper scale)."""
+    """The trainability grid, one item per (norm, depth, seed): every α₀ at every init
+    multiplier and every peak rate of train.lrs, pre-LN alongside, at every depth of
+    train.depths; seeds seed .. seed + train.seeds - 1. With train.batched false every run is
+    its own item (a job per ViT-B run at paper scale)."""
     cfg = apjn["train"]
     model = cfg["model"]
     base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
@@ -336,7 +381,6 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
         weight_decay=cfg["weight_decay"],
         warmup_fraction=cfg["warmup_fraction"],
     )
-    deepest = max(cfg["depths"])
     norms = [("ln", (None,))] + [(norm, tuple(cfg["alphas"])) for norm in cfg["norms"]]
     groups = [
         TrainItem(
@@ -344,7 +388,7 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
             model["init_std"],
             alphas,
             tuple(cfg["mults"]),
-            tuple(cfg["lrs"]) if depth == deepest else (cfg["depth_lr"],),
+            tuple(cfg["lrs"]),
             run_seed,
             task,
             schedule,
@@ -392,6 +436,19 @@ def end_to_end_work(item: EndToEndItem) -> Work:
     probes, samples = item.settings.probes, item.settings.samples
     what = f"forward mode, {probes} probes x {samples} samples"
     return _probe_work(item.spec, probes * samples, what)
+
+
+def finite_n_work(item: FiniteNItem) -> Work:
+    """Forward-mode probes of both inputs at every token count through the whole model."""
+    spec = item.spec
+    flop = sum(
+        2
+        * item.probes
+        * TRAIN_FACTOR
+        * transformer_flop(spec.depth, spec.width, n + 1, spec.mlp_ratio)
+        for n in item.token_counts
+    )
+    return Work(flop, what=f"2 inputs x {item.probes} probes, N = {item.token_counts}")
 
 
 def train_work(item: TrainItem) -> Work:
@@ -451,6 +508,14 @@ SWEEPS = (
         ),
     ),
     Sweep(
+        "apjn_finite_n",
+        "apjn_finite_n.py",
+        finite_n_items,
+        {"table": "apjn/finite_n"},
+        work=finite_n_work,
+        settings=("device", *_MODEL, "apjn.measure.dtype", "apjn.finite_n"),
+    ),
+    Sweep(
         "apjn_train",
         "apjn_train.py",
         train_items,
@@ -464,9 +529,18 @@ SETTINGS = {
     "apjn/theory_curves.csv": _THEORY,
     **{
         f"apjn/{name}.csv": _THEORY
-        for name in ("theory_depth", "asymptotics", "depth_laws", "preln_tokens")
+        for name in (
+            "theory_depth",
+            "asymptotics",
+            "depth_laws",
+            "preln_tokens",
+            "preln_crossovers",
+        )
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
     "apjn/width_slopes.csv": (),
+    "apjn/tuning_windows.csv": (),
+    "apjn/matched_pairs.csv": (),
 }

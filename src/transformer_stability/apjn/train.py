@@ -132,10 +132,62 @@ def init_log_apjn(
     return {"theory_log_apjn": float(theory), "measured_log_apjn": math.log(float(measured))}
 
 
-def _diverged_row(step: int) -> dict[str, Any]:
-    nan = math.nan
-    return {"steps": step, "final_loss": nan, "train_accuracy": nan, "test_accuracy": nan,
-            "diverged": True}  # fmt: skip
+SPIKE = 1.5
+"""A loss spike: the smoothed training loss rises above SPIKE times its lowest value so far."""
+BLOWUP = 10.0
+"""A gradient-norm blow-up: a run's gradient norm exceeds BLOWUP times its running mean."""
+SMOOTHING = 0.1
+"""Weight of the newest step in the exponential moving averages of loss and gradient norm."""
+
+
+class Instability:
+    """Per-run instability events of a batched training, counted step by step: the first step
+    whose loss or gradient is non-finite, loss spikes (entries of the smoothed loss into the
+    region above SPIKE times its running minimum) and gradient-norm blow-ups (steps whose norm
+    exceeds BLOWUP times the moving mean of the earlier steps)."""
+
+    def __init__(self, runs: int) -> None:
+        self.failed = torch.full((runs,), -1)
+        self.spikes = torch.zeros(runs, dtype=torch.long)
+        self.blowups = torch.zeros(runs, dtype=torch.long)
+        self.loss: torch.Tensor | None = None
+        self.lowest = torch.full((runs,), math.inf)
+        self.above = torch.zeros(runs, dtype=torch.bool)
+        self.grad: torch.Tensor | None = None
+
+    def update(self, step: int, loss: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """Record one step's per-run loss and gradient norm (CPU tensors)."""
+        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        self.failed[bad & (self.failed < 0)] = step
+        ok = self.failed < 0
+        loss, grad_norm = loss.where(ok, 0.0), grad_norm.where(ok, 0.0)
+        self.loss = loss if self.loss is None else torch.lerp(self.loss, loss, SMOOTHING)
+        above = self.loss > SPIKE * self.lowest
+        self.spikes += (above & ~self.above & ok).long()
+        self.above = above
+        self.lowest = torch.minimum(self.lowest, self.loss)
+        if self.grad is not None:
+            self.blowups += ((grad_norm > BLOWUP * self.grad) & ok).long()
+        self.grad = grad_norm if self.grad is None else torch.lerp(self.grad, grad_norm, SMOOTHING)
+
+    def columns(self, run: int) -> dict[str, Any]:
+        return {"diverged": bool(self.failed[run] >= 0), "loss_spikes": int(self.spikes[run]),
+                "grad_blowups": int(self.blowups[run])}  # fmt: skip
+
+
+def grad_norms(params: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Each run's gradient norm over all its parameters (stacked on the leading run axis)."""
+    squares = sum(p.grad.detach().reshape(len(p), -1).pow(2).sum(1) for p in params.values())
+    return squares.sqrt().cpu()
+
+
+def _outcome(steps: int, failed: int, sums: torch.Tensor, test: float) -> dict[str, Any]:
+    """A run's outcome columns: tail loss and accuracies, NaN from a non-finite step on."""
+    if failed >= 0:
+        return {"steps": failed, "final_loss": math.nan, "train_accuracy": math.nan,
+                "test_accuracy": math.nan}  # fmt: skip
+    return {"steps": steps, "final_loss": float(sums[0]), "train_accuracy": float(sums[1]),
+            "test_accuracy": test}  # fmt: skip
 
 
 def train_group(
@@ -143,8 +195,9 @@ def train_group(
     device: torch.device,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Train one model per spec (each with its peak rate) together, from one seed's init and
-    batch order. A run whose loss turns non-finite is diverged at that step (its rows NaN);
-    final_loss and train_accuracy are over the training batches of the last 10 % of steps."""
+    batch order, recording each run's instability events. A run whose loss or gradient turns
+    non-finite is diverged at that step (its outcome NaN); final_loss and train_accuracy are
+    over the training batches of the last 10 % of steps."""
     models = [build_vit(s.with_(num_classes=data.classes), seed).to(device) for s in specs]
     probe = data.x_train[:: max(1, len(data.x_train) // THEORY_IMAGES)]  # every class
     at_init = [init_log_apjn(m, s, probe, seed, device) for m, s in zip(models, specs, strict=True)]
@@ -157,7 +210,7 @@ def train_group(
     generator = torch.Generator().manual_seed(seed)
     warmup = max(1, int(schedule.warmup_fraction * schedule.steps))
     tail = max(1, schedule.steps // 10)
-    failed = torch.full((len(specs),), -1)
+    events = Instability(len(specs))
     sums = torch.zeros(2, len(specs))  # tail loss, tail correct
     for step in range(schedule.steps):
         idx = torch.randint(len(x_train), (schedule.batch_size,), generator=generator).to(device)
@@ -166,25 +219,22 @@ def train_group(
         loss = nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
         per_run = loss.mean(-1)
         per_run.sum().backward()
+        events.update(step, per_run.detach().cpu(), grad_norms(stacked.params))
         opt.step(peak * warmup_constant(step, warmup))
-        bad = ~torch.isfinite(per_run.detach().cpu())
-        failed[bad & (failed < 0)] = step
         if step >= schedule.steps - tail:
-            sums[0] += per_run.detach().cpu()
-            sums[1] += (logits.argmax(-1) == target).float().mean(-1).detach().cpu()
-        if (failed >= 0).all():
+            sums[0] += per_run.detach().cpu() / tail
+            sums[1] += (logits.argmax(-1) == target).float().mean(-1).detach().cpu() / tail
+        if (events.failed >= 0).all():
             break
     test = _accuracy(stacked, data.x_test.to(device), data.y_test.to(device), specs[0].img_size)
-    rows = []
-    for r, log_j in enumerate(at_init):
-        if failed[r] >= 0:
-            row = _diverged_row(int(failed[r]))
-        else:
-            row = {"steps": schedule.steps, "final_loss": float(sums[0, r] / tail),
-                   "train_accuracy": float(sums[1, r] / tail),
-                   "test_accuracy": float(test[r]), "diverged": False}  # fmt: skip
-        rows.append({**row, **log_j})
-    return rows
+    return [
+        {
+            **_outcome(schedule.steps, int(events.failed[r]), sums[:, r], float(test[r])),
+            **events.columns(r),
+            **log_j,
+        }  # fmt: skip
+        for r, log_j in enumerate(at_init)
+    ]
 
 
 def dataset(task: TrainData) -> Dataset:
