@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import numerics_model_name
@@ -19,31 +17,35 @@ from transformer_stability.numerics.style import (
     SOFTMAX_MODE_COLORS,
     SOURCE_COLORS,
 )
-from transformer_stability.plotting import FigureSpec, set_style
+from transformer_stability.plotting import FigureSpec, legend_line, set_style, subplots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _alpha_colors(alphas) -> dict:
     """One discrete colour per residual scaling α (few values: a legend, not a colour bar)."""
     alphas = sorted(set(alphas))
-    cmap = plt.get_cmap(ALPHA_CMAP)
+    from matplotlib import colormaps
+
+    cmap = colormaps[ALPHA_CMAP]
     spots = [0.5] if len(alphas) == 1 else [0.9 * i / (len(alphas) - 1) for i in range(len(alphas))]
     return {a: cmap(x) for a, x in zip(alphas, spots, strict=True)}
 
 
 def _alpha_legend(fig: Figure, colors: dict) -> None:
-    handles = [Line2D([], [], color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
+    handles = [legend_line(color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
     fig.legend(handles=handles, loc="outside right center", fontsize=8, title="residual scaling")
 
 
 def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, sharey="row"):
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(rows),
         len(cols),
         figsize=(width * len(cols), height * len(rows)),
         squeeze=False,
         sharex=True,
         sharey=sharey,
-        constrained_layout=True,
     )
     return fig, axes
 
@@ -111,9 +113,7 @@ def alpha_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
     data = table[table.metric == metric]
     last = data[data.checkpoint == data.checkpoint.max()]
     models = sorted(last.model.unique())
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False, constrained_layout=True
-    )
+    fig, axes = subplots(1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False)
     for ax, model in zip(axes[0], models, strict=True):
         for precision, run in last[last.model == model].groupby("precision", sort=False):
             run = run.sort_values("alpha")
@@ -134,7 +134,7 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     """N4: ω_OV, ω_UD (and ω_KQ) per block, one line per model."""
     set_style()
     quantities = ["omega_ov", "omega_ud", "omega_kq"]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    fig, axes = subplots(1, 3, figsize=(12, 3.4))
     for ax, quantity in zip(axes, quantities, strict=True):
         values = table[table.quantity == quantity]
         for model, run in values.groupby("model"):
@@ -167,13 +167,12 @@ def norms_figure(table: pd.DataFrame) -> Figure:
         ("err_bulk", "bound_bulk", "bulk coords: max |ŷ_i−y_i| / bulk spread"),
     ]
     bits = sorted(med.mantissa_bits.unique())
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(bits),
         len(panels),
         figsize=(15, 3.2 * len(bits)),
         squeeze=False,
         sharex=True,
-        constrained_layout=True,
     )
     for r, b in enumerate(bits):
         for c, (ax, (first, second, title)) in enumerate(zip(axes[r], panels, strict=True)):
@@ -219,7 +218,7 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         raise ValueError(
             f"N6 needs rows of both sweeps (sink, offset); softmax.csv has no {missing} rows"
         )
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), constrained_layout=True)
+    fig, axes = subplots(1, 4, figsize=(15, 3.8))
     prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
     gain = prop[prop.metric == "l1_gain"]
     exact = prop[prop.metric == "jacobian_abs_sum"]
@@ -276,7 +275,7 @@ def lipschitz_figure(table: pd.DataFrame) -> Figure:
     R-ball, with the bounds over the ball, against length n; every weight draw shown (its
     weights serve every n), and the bound's margin over the worst found per draw."""
     set_style()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), constrained_layout=True)
+    fig, axes = subplots(1, 3, figsize=(11, 3.6))
     titles = {
         "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
         "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
@@ -327,12 +326,11 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
     set_style()
     models = sorted(table.model.unique())
     colors = _alpha_colors(table.alpha)
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(models),
         4,
         figsize=(7.5, 2.4 * len(models) + 0.9),
         squeeze=False,
-        constrained_layout=True,
     )
     for r, model in enumerate(models):
         runs, alone = table[table.model == model], isolated[isolated.model == model]
@@ -347,7 +345,7 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
         axes[r, 0].axhspan(0.1, 10, color="0.9", zorder=0)
         _format_ratios(axes[r, 2], runs, colors)
         _amplification_panel(axes[r, 3], runs[runs.precision == runs.precision.iloc[0]], colors)
-    handles = [Line2D([], [], color=SOURCE_COLORS[s], lw=1.5, label=s) for s in SOURCE_COLORS]
+    handles = [legend_line(color=SOURCE_COLORS[s], lw=1.5, label=s) for s in SOURCE_COLORS]
     fig.legend(
         handles=handles,
         loc="outside lower center",
@@ -356,7 +354,7 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
         title_fontsize=6,
         title="rounding source (alone; all: every source)",
     )
-    handles = [Line2D([], [], color=c, lw=1.5, label=f"α = {a:g}") for a, c in colors.items()]
+    handles = [legend_line(color=c, lw=1.5, label=f"α = {a:g}") for a, c in colors.items()]
     axes[0, 3].legend(handles=handles, fontsize=6, loc="best")
     return fig
 

@@ -3,8 +3,6 @@ restyling never reruns a measurement."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from transformer_stability.numerics.items import SOURCES
 
 NUMERICS_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
@@ -17,8 +15,24 @@ OMEGA_LABELS = {
     "omega_ud": "ω_UD = ‖W_fc‖∞‖W_proj‖∞",
     "omega_kq": "ω_KQ",
 }
+TAB10 = [
+    f"tab:{name}"
+    for name in (
+        "blue",
+        "orange",
+        "green",
+        "red",
+        "purple",
+        "brown",
+        "pink",
+        "gray",
+        "olive",
+        "cyan",
+    )
+]
+"""matplotlib's tab10 cycle by name, resolved when drawn (a style imports no matplotlib)."""
 # one colour per rounding source of N8 (numerics.items.SOURCES), "all" in black
 SOURCE_COLORS = {
     "all": "black",
-    **dict(zip(SOURCES, plt.get_cmap("tab10").colors, strict=True)),
+    **dict(zip(SOURCES, TAB10, strict=True)),
 }
