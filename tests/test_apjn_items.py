@@ -40,7 +40,7 @@ def test_item_counts_and_unique_ids(schema, preset):
         sensitivity_items: (2 * len(sensitivity["alphas"]) + 2 * 2 * len(sensitivity["mults"]))
         * sensitivity["inits"],
         depth_items: len(apjn["variants"]) * inits,
-        train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"]
+        train_items: (1 + len(train["norms"])) * len(train["depths"])
         if train["batched"]
         else (1 + len(train["norms"]) * len(train["alphas"]))
         * len(train["mults"])
@@ -101,12 +101,13 @@ def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):
 
 
 def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):
-    item = next(i for i in train_items(tiny["apjn"], 0) if i.spec.norm == "derf")
+    apjn = deep_merge(tiny["apjn"], {"train": {"seeds": 2}})
+    item = next(i for i in train_items(apjn, 3) if i.spec.norm == "derf")
+    assert item.seeds == (3, 4)
     rows = train_table(item, torch.device("cpu"))
-    assert len(rows) == len(item.runs) > 1
-    assert (rows["train_seed"] == item.seed).all() and (rows["norm"] == "derf").all()
-    assert sorted(zip(rows["attn_mult"], rows["lr"], strict=True)) == sorted(
-        (run.mult, run.lr) for run in item.runs
+    assert len(rows) == len(item.runs) > 1 and (rows["norm"] == "derf").all()
+    assert sorted(zip(rows["train_seed"], rows["attn_mult"], rows["lr"], strict=True)) == sorted(
+        (run.seed, run.mult, run.lr) for run in item.runs
     )
 
 
