@@ -18,11 +18,13 @@ from transformer_stability.apjn.items import Schedule
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.train import (
+    GroupTraining,
     Instability,
     cifar100_dataset,
     texture_dataset,
     train_group,
 )
+from transformer_stability.jobs import load_checkpoint, save_checkpoint
 
 CPU = torch.device("cpu")
 CFG = Schedule(steps=60, batch_size=32, weight_decay=0.05, warmup_fraction=0.1)
@@ -183,3 +185,27 @@ def test_instability_counts_spikes_blowups_and_the_first_non_finite_step():
     assert events.columns(1) == {"diverged": False, "loss_spikes": 0, "grad_blowups": 1}
     assert events.columns(2) == {"diverged": True, "loss_spikes": 0, "grad_blowups": 0}
     assert events.failed.tolist() == [-1, -1, 3]
+
+
+def test_two_segments_through_a_checkpoint_equal_one_uninterrupted_training(tmp_path):
+    """A training stopped after a step, saved, and resumed in a fresh process state (new models,
+    optimizer and batch order, the checkpoint read back from disk) ends bit for bit where the
+    uninterrupted one ends: weights, AdamW's moments and step counts, events and outcomes."""
+    data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
+    short = Schedule(steps=8, batch_size=4, weight_decay=0.05, warmup_fraction=0.5)
+    specs = [SMALL.with_(norm="derf", alpha=1.0), SMALL.with_(norm="derf", alpha=4.0)]
+    args = (specs, [1e-3, 3e-2], [0, 1], data, short, CPU)
+    whole = GroupTraining(*args)
+    whole.run(short.steps)
+    first = GroupTraining(*args)
+    first.run(3)  # mid warm-up: the resumed rate must pick up the schedule
+    save_checkpoint({"item": first.state()}, tmp_path / "segment1.pt")
+    second = GroupTraining(*args)
+    second.load(load_checkpoint([str(tmp_path / "segment1.pt")])["item"])
+    assert second.step == 3
+    second.run(short.steps)
+    assert torch.equal(second.models.flat, whole.models.flat)
+    for name, tensor in whole.opt.state().items():
+        assert torch.equal(second.opt.state()[name], tensor), name
+    assert second.rows() == whole.rows()
+    assert not list(tmp_path.glob(".*"))  # written atomically: no part file left

@@ -14,7 +14,7 @@ from typing import Any
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.sweeps import Sweep
-from transformer_stability.work import TRAIN_FACTOR, Work
+from transformer_stability.work import TRAIN_FACTOR, Work, segments
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -171,6 +171,7 @@ class TrainItem:
     seeds: tuple[int, ...]
     data: TrainData
     schedule: Schedule
+    segments: int = 1  # jobs that train it in turn, each from the previous one's checkpoint
 
     @property
     def id(self) -> str:
@@ -330,7 +331,8 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
     """The trainability grid, one item per (norm, depth): every seed (seed .. seed +
     train.seeds - 1), α₀, init multiplier and peak rate of train.lrs, pre-LN alongside, at
     every depth of train.depths. With train.batched false every run is its own item (a job per
-    ViT-B run at paper scale)."""
+    ViT-B run at paper scale). Every item is trained in the segments that the cluster plan's
+    largest item needs to keep each job under the time limit (work.segments; 1 on a CPU)."""
     cfg = apjn["train"]
     model = cfg["model"]
     base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
@@ -356,13 +358,14 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
         for depth in sorted(set(cfg["depths"]), reverse=True)
         for norm, alphas in norms
     ]
-    if cfg["batched"]:
-        return groups
-    return [
-        replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,), seeds=(run.seed,))
-        for group in groups
-        for run in group.runs
-    ]
+    if not cfg["batched"]:
+        groups = [
+            replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,), seeds=(run.seed,))
+            for group in groups
+            for run in group.runs
+        ]
+    count = max(segments(train_work(group)) for group in groups)
+    return [replace(group, segments=count) for group in groups]
 
 
 def end_to_end_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:

@@ -191,6 +191,10 @@ def _outcome(steps: int, failed: int, sums: torch.Tensor, test: float) -> dict[s
             "test_accuracy": test}  # fmt: skip
 
 
+def _on(value: Any, device: torch.device) -> Any:
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
 CHECK_EVERY = 50
 """Steps between the checks whether every run has diverged (each check is a host sync)."""
 
@@ -275,10 +279,12 @@ class GroupTraining:
 
     @torch.no_grad()
     def load(self, state: dict[str, Any]) -> None:
+        """Go on from `state` (from any device)."""
         self.step = state["step"]
         self.models.flat.copy_(state["flat"])
         self.opt.load(state["adamw"])
-        vars(self.events).update(state["events"])
+        events = state["events"].items()
+        vars(self.events).update({k: _on(v, self.device) for k, v in events})
         self.sums.copy_(state["sums"])
 
     def rows(self) -> list[dict[str, Any]]:
@@ -322,18 +328,44 @@ def dataset(task: TrainData) -> Dataset:
     return texture_dataset(task.classes, task.img_size, task.train, task.test, task.seed)
 
 
-def train_table(item: TrainItem, device: torch.device) -> pd.DataFrame:
-    """One batched group of training runs, one row per run."""
+def _training(item: TrainItem, device: torch.device, state: dict | None) -> GroupTraining:
+    """The item's batched training, at init or resumed from `state`."""
     init_std = resolve_init_std(item.init_std, item.spec.width)
     specs = [item.run_spec(run).with_(init_std=init_std) for run in item.runs]
     lrs, seeds = [run.lr for run in item.runs], [run.seed for run in item.runs]
-    results = train_group(specs, lrs, seeds, dataset(item.data), item.schedule, device)
+    training = GroupTraining(specs, lrs, seeds, dataset(item.data), item.schedule, device)
+    if state is not None:
+        training.load(state)
+    return training
+
+
+def segment_end(item: TrainItem, segment: int) -> int:
+    """The step after the last of segment 1 .. item.segments: equal shares of the steps."""
+    return item.schedule.steps * segment // item.segments
+
+
+def train_segment(
+    item: TrainItem, device: torch.device, segment: int, state: dict | None
+) -> dict[str, Any]:
+    """Train the item's segment `segment` (one of its earlier segments), resumed from the state
+    after the segment before (None for the first); its state after it."""
+    training = _training(item, device, state)
+    training.run(segment_end(item, segment))
+    log.info("%s: segment %d of %d ends at step %d", item.id, segment, item.segments, training.step)
+    return training.state()
+
+
+def train_table(item: TrainItem, device: torch.device, state: dict | None = None) -> pd.DataFrame:
+    """One batched group of training runs (its last segment, resumed from the state after the
+    others where it has more), one row per run."""
+    training = _training(item, device, state)
+    training.run(item.schedule.steps)
     rows = []
-    for run, spec, result in zip(item.runs, specs, results, strict=True):
+    for run, (spec, _), result in zip(item.runs, training.runs, training.rows(), strict=True):
         log.info("%s alpha=%s mult=%g lr=%g: %s", item.id, run.alpha, run.mult, run.lr, result)
         rows.append({
             **variant_ids(Variant(spec.norm, spec.alpha), spec),
-            "width": spec.width, "depth": spec.depth, "init_std": init_std, "lr": run.lr,
+            "width": spec.width, "depth": spec.depth, "init_std": spec.init_std, "lr": run.lr,
             "dataset": item.data.source, "train_seed": run.seed, **result,
         })  # fmt: skip
     return select(pd.DataFrame(rows), Trainability)
