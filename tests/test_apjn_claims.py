@@ -15,6 +15,7 @@ from transformer_stability.apjn.tables import (
     Agreement,
     Asymptotics,
     EndToEnd,
+    FiniteNCompare,
     MatchedPairs,
     MeasuredCurves,
     TheoryDepth,
@@ -122,10 +123,29 @@ def depth_rows(exponent: float, theory_exponent: float, depths=range(1, 17)) -> 
     ]  # fmt: skip
 
 
-def a2(fitted, exponent=0.7, theory_exponent=0.7, depths=range(1, 17)):
+def finite_n_rows(identical: tuple[float, float], inputs=("identical", "generic")) -> list[dict]:
+    """finite_n_compare.csv at N = 4 and 8, blocks 8 and 16: measured/exact `identical[0]` and
+    measured/authors' `identical[1]` with identical tokens, each with a ±2 % interval; the
+    generic input off both closures."""
+    rows = []
+    for n, kind, block in [(n, k, b) for n in (4, 8) for k in inputs for b in (8, 16)]:
+        exact, released = identical if kind == "identical" else (1.1, 1.2)
+        ratios = {"exact": exact, "released": released}
+        row = {"width": 64, "n_tokens": n, "input": kind, "block": block, "inits": 8,
+               "apjn_mean": 10.0, "apjn_released": 10.0 / released, "apjn_exact": 10.0 / exact,
+               "verdict": "neither"}  # fmt: skip
+        for closure, ratio in ratios.items():
+            row |= {f"ratio_{closure}": ratio, f"ratio_{closure}_lo": ratio - 0.02,
+                    f"ratio_{closure}_hi": ratio + 0.02}  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def a2(fitted, exponent=0.7, theory_exponent=0.7, depths=range(1, 17), finite_n=None):
     tables = {
         claims.ASYMPTOTICS: table(Asymptotics, asymptotic_rows(fitted)),
         claims.END_TO_END: table(EndToEnd, depth_rows(exponent, theory_exponent, depths)),
+        claims.FINITE_N: table(FiniteNCompare, finite_n or finite_n_rows((1.0, 0.95))),
     }
     return claims.attention_exponent(tables, {})
 
@@ -146,8 +166,29 @@ def test_a2_fails_without_the_attention_exponent_or_off_the_measurement(fitted, 
     assert not a2(fitted, exponent=exponent).holds
 
 
-def test_a2_not_run_without_a_fit_window_or_enough_measured_depths():
+def test_a2_reports_both_closures_at_the_deepest_block_and_which_fit():
+    value = a2((0.7, 0.8)).value
+    assert (
+        "N = 4 identical, L = 16: authors' 0.95 [0.93, 0.97], exact 1 [0.98, 1.02]; "
+        "fits at every block: exact" in value
+    )
+    assert "N = 8 generic, L = 16: authors' 1.2 [1.18, 1.22], exact 1.1 [1.08, 1.12]" in value
+    assert "exact 1.1 [1.08, 1.12]; fits at every block: neither" in value
+    assert "fits at every block: authors' and exact" in a2((0.7, 0.8), finite_n=finite_n_rows(
+        (1.0, 1.01))).value  # fmt: skip
+
+
+def test_a2_holds_when_only_the_authors_closure_fits_identical_tokens():
+    assert a2((0.7, 0.8), finite_n=finite_n_rows((0.9, 1.0))).holds
+
+
+def test_a2_fails_when_identical_tokens_leave_both_closures():
+    assert not a2((0.7, 0.8), finite_n=finite_n_rows((1.05, 0.95))).holds
+
+
+def test_a2_not_run_without_a_fit_window_enough_measured_depths_or_identical_tokens():
     assert a2((np.nan, np.nan)) is None
+    assert a2((0.7, 0.8), finite_n=finite_n_rows((1.0, 1.0), inputs=("generic",))) is None
     assert a2((0.7,), depths=range(1, 5)) is None
 
 

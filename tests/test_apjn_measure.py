@@ -103,7 +103,9 @@ def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
     torch.testing.assert_close(one_pass[1:2], alone, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize(("n", "d", "q0", "p0"), [(5, 8, 1.0, 0.2), (65, 384, 2.0, 0.5)])
+@pytest.mark.parametrize(
+    ("n", "d", "q0", "p0"), [(5, 8, 1.0, 0.2), (65, 384, 2.0, 0.5), (5, 16, 1.5, 1.5)]
+)
 def test_equiangular_input_has_exactly_the_requested_gram_matrix(n, d, q0, p0):
     x = equiangular_tokens(n, d, q0, p0, torch.Generator().manual_seed(0))
     gram = x @ x.T / d
@@ -117,8 +119,10 @@ def test_equiangular_input_has_exactly_the_requested_gram_matrix(n, d, q0, p0):
 def test_equiangular_input_rejects_impossible_statistics():
     with pytest.raises(ValueError, match="width >= n_tokens"):
         equiangular_tokens(10, 8, 1.0, 0.2, torch.Generator())
-    with pytest.raises(ValueError, match="p0 < q0"):
-        equiangular_tokens(4, 8, 1.0, 1.0, torch.Generator())
+    with pytest.raises(ValueError, match="p0 <= q0"):
+        equiangular_tokens(4, 8, 1.0, 1.5, torch.Generator())
+    with pytest.raises(ValueError, match="p0 <= q0"):
+        equiangular_tokens(4, 8, 1.0, -0.1, torch.Generator())
 
 
 @pytest.mark.parametrize(("kind", "f"), [("dyt", torch.tanh), ("derf", torch.erf)])

@@ -91,15 +91,84 @@ def test_preln_variance_grows_linearly_for_identical_tokens():
     np.testing.assert_allclose(traj.q, 1.0 + np.arange(101) * (VIT_B.a + VIT_B.m / 2), rtol=1e-12)
 
 
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("n_tokens", [4, 64, 196])
 @pytest.mark.parametrize("q0", [1.0, 0.3])
-def test_preln_two_mode_closed_form_is_the_recursion_at_rho_one(n_tokens, q0):
+def test_preln_two_mode_closed_form_is_the_recursion_at_rho_one(n_tokens, q0, exact):
     """p0 = q0 keeps rho = 1 exactly, where the linearisation is exact: the closed form (two
-    modes, Gamma-function products) equals the iterated recursion at every depth."""
-    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=n_tokens)
+    modes, Gamma-function products) equals the iterated recursion at every depth, in both
+    closures."""
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=n_tokens, exact=exact)
     log_j = end_to_end_log_apjn("ln", None, mf, q0, q0, max_depth=5_000)
     closed = preln_two_mode_log_apjn(mf, q0, np.arange(5_001))
     np.testing.assert_allclose(closed, log_j, rtol=1e-10, atol=1e-10)
+
+
+def _token_gram_log_apjn(traj, mf: MeanField) -> np.ndarray:
+    """ln J^{b,0} from the tangent's whole token Gram matrix G (N + 1 tokens, G = I at the
+    source): uniform attention adds a times the mean over all token pairs of chi G (chi_q on
+    the diagonal, chi_p off it) to every entry; the MLP scales the diagonal by 1 + (m/2)
+    chi^h_q and the rest by 1 + m kappa' chi^h_p. J is the mean of the diagonal."""
+    tokens = mf.n_tokens + 1
+    gram, off = np.eye(tokens), ~np.eye(tokens, dtype=bool)
+    out = [0.0]
+    for layer in range(traj.depth):
+        chi = np.where(off, traj.chi_p[layer], traj.chi_q[layer])
+        gram = gram + mf.a * (chi * gram).mean()
+        mlp = 1 + mf.m * traj.kappa_prime_h[layer] * traj.chi_h_p[layer]
+        gram = gram * np.where(off, mlp, 1 + 0.5 * mf.m * traj.chi_h_q[layer])
+        out.append(math.log(np.diag(gram).mean()))
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("norm", "alpha", "n_tokens"), [("ln", None, 4), ("derf", 1.0, 7)])
+def test_exact_closure_is_uniform_attention_over_every_token_pair(norm, alpha, n_tokens):
+    """The exact closure is the token-space propagation of the tangent Gram matrix, term by
+    term; the authors' closure is not (it counts the own token in both channels)."""
+    exact = MeanField(VIT_B.a, VIT_B.m, n_tokens, exact=True)
+    traj = propagate_statistics(norm_kernel(norm, alpha), exact, 1.0, 0.3, depth=60)
+    direct = _token_gram_log_apjn(traj, exact)
+    np.testing.assert_allclose(forward_log_apjn(traj, exact), direct, rtol=1e-12, atol=1e-12)
+    backward = backward_log_apjn(traj, exact)
+    assert backward[0] == pytest.approx(direct[-1], rel=1e-12)
+    released = MeanField(VIT_B.a, VIT_B.m, n_tokens)
+    assert forward_log_apjn(traj, released)[-1] > direct[-1] + 0.01
+
+
+@pytest.mark.parametrize("n_tokens", [4, 16, 196])
+def test_closures_differ_in_the_attention_eigenvalue_only(n_tokens):
+    """At rho = 1 the attention matrix a [[s, x], [s, x]] has the eigenvalue a (s + x): a exactly
+    (zeta_+ = 1) in the exact closure, a (1 + 1/N) in the authors'; both put weight 1/(N + 1)
+    on the fast mode and share zeta_-; the exact crossover comes later."""
+    released = MeanField(VIT_B.a, VIT_B.m, n_tokens)
+    exact = MeanField(VIT_B.a, VIT_B.m, n_tokens, exact=True)
+    assert preln_modes(exact).attention_eigenvalue == pytest.approx(VIT_B.a, rel=1e-14)
+    assert preln_modes(exact).zeta_plus == pytest.approx(1.0, rel=1e-14)
+    lam = preln_modes(released).attention_eigenvalue
+    assert lam == pytest.approx(VIT_B.a * (1 + 1 / n_tokens), rel=1e-14)
+    assert preln_modes(exact).zeta_minus == preln_modes(released).zeta_minus
+    for mf in (released, exact):
+        assert preln_mode_weights(mf)[1] == pytest.approx(1 / (n_tokens + 1), rel=1e-14)
+    assert preln_share_depth(exact, 1.0) > preln_share_depth(released, 1.0)
+
+
+def test_identical_tokens_at_four_tokens_give_the_closures_apart():
+    """ViT-B constants, N = 4 (five tokens attend), L = 256, rho = 1: the two closures differ by
+    a fifth (released 34.68, exact 28.30, both recomputed here by hand from the 2 x 2 map)."""
+    a, m, n = VIT_B.a, VIT_B.m, 4
+    values = {}
+    for exact, (s, x) in ((False, (1 / n, 1.0)), (True, (1 / (n + 1), n / (n + 1)))):
+        q, j, k = 1.0, 1.0, 0.0
+        for _ in range(256):
+            mixed = a * (s * j + x * k) / q
+            j, k = (j + mixed) * (1 + m / (2 * (q + a))), (k + mixed) * (1 + m / (2 * (q + a)))
+            q += a + m / 2
+        mf = MeanField(a, m, n, exact=exact)
+        assert end_to_end_log_apjn("ln", None, mf, 1.0, 1.0, 256)[-1] == pytest.approx(
+            math.log(j), rel=1e-12
+        )
+        values[exact] = j
+    assert values[False] / values[True] == pytest.approx(1.2256, abs=1e-3)
 
 
 def test_preln_mode_weights_decompose_the_start():

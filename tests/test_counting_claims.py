@@ -12,13 +12,14 @@ from conftest import ROOT
 
 from transformer_stability.claims import NOT_RUN, VERDICTS, claim_rows
 from transformer_stability.counting import claims as C
-from transformer_stability.counting.names import PLACEMENTS, READOUTS
+from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.tables import (
     BminTheory,
     EmpiricalBmin,
     Precision,
     Rates,
     Residual,
+    Success,
     Walls,
 )
 from transformer_stability.counting.theory import error_exponent, predicted_exponent
@@ -86,28 +87,41 @@ def _residual(errors=(0.5, 0.1, 0.05), rate=error_exponent, linear_error=1e-15):
     return _table([r | {"d": D, "L": 64} for r in rows], Residual)
 
 
-def _precision(lengths=LENGTHS, head=lambda length: length + 1, margin=lambda length: length**-3.5):
-    """precision.csv: storage per read-out and the float64 relative margins."""
+def _precision(
+    lengths=LENGTHS,
+    head=lambda length: length + 1,
+    margin=lambda length: length**-3.5,
+    best=lambda length: length**-3.0,
+):
+    """precision.csv: storage per read-out, the float64 relative margins of the constructions
+    and the best head's, and one exact trained classifier per length."""
     rows = []
     for p in PLACEMENTS:
         for length in lengths:
-            for readout, parameters, relative in (
-                ("regression", 4 * D + 1, 0.02 / length),
-                ("classification", 3 * D + head(length) * (D + 1), margin(length)),
+            for readout, parameters, relative, top in (
+                ("regression", 4 * D + 1, 0.02 / length, math.nan),
+                ("classification", 3 * D + head(length) * (D + 1), margin(length), best(length)),
             ):
                 rows.append(
                     {"placement": p, "readout": readout, "d": D, "L": length}
-                    | {"parameters": parameters, "max_norm": 1.0, "format": "float64"}
-                    | {"accuracy": 1.0, "margin": relative, "output_scale": 1.0}
-                    | {"relative_margin": relative}
+                    | {"source": "construction", "B": 1.0, "seed": math.nan}
+                    | {"parameters": parameters, "max_norm": 1.0, "accuracy": 1.0}
+                    | {"accuracy_float32": 1.0, "relative_margin": relative}
+                    | {"best_head_margin": top}
                 )
-    return _table(rows, Precision)
+    trained = [
+        row | {"source": "training", "B": 0.5, "seed": 0.0, "relative_margin": 1e-3}
+        for row in rows
+        if row["placement"] == C.TRAINED and row["readout"] == "classification"
+    ]
+    return _table(rows + trained, Precision)
 
 
-def _rates(fitted=None, points=3, trained=None):
+def _rates(fitted=None, points=3, trained=None, bound=0.74):
     """rates.csv: every regression curve fitted at its predicted exponent unless `fitted`
-    (placement, source) says otherwise; training rows from `trained` (read-out: exponent)."""
-    fitted, trained = fitted or {}, trained or {}
+    (placement, source) says otherwise; the trained regression B_min at `trained` (default:
+    its law) beside the lower bound's `bound` on the same window."""
+    fitted = fitted or {}
     rows = []
     for p in C.LAW_SETTINGS:
         law = predicted_exponent(p, "regression")
@@ -117,34 +131,43 @@ def _rates(fitted=None, points=3, trained=None):
                 {"placement": p, "readout": "regression", "source": source}
                 | {"fitted_exponent": exponent, "predicted_exponent": law}
             )
-    for readout in READOUTS:
-        exponent = trained.get(readout, predicted_exponent(C.TRAINED, readout))
+    law = predicted_exponent(C.TRAINED, "regression")
+    for source, exponent in (
+        ("training", law if trained is None else trained),
+        ("training_bound", bound),
+    ):
         rows.append(
-            {"placement": C.TRAINED, "readout": readout, "source": "training"}
-            | {
-                "fitted_exponent": exponent,
-                "predicted_exponent": predicted_exponent(C.TRAINED, readout),
-            }
+            {"placement": C.TRAINED, "readout": "regression", "source": source}
+            | {"fitted_exponent": exponent, "predicted_exponent": law}
         )
     window = {"fit_from": 32, "fit_to": 128, "fit_points": points}
     return _table([r | window for r in rows], Rates)
 
 
-def _empirical(lengths=TRAINED_LENGTHS, reached=lambda readout, length: True):
-    """empirical_bmin.csv: regression at 1.2x its lower bound, classification at 0.2."""
+def _empirical(lengths=TRAINED_LENGTHS, reached=lambda length: True, below=0):
+    """empirical_bmin.csv: regression B_min at 1.2x its lower bound (inf where not reached)."""
     rows = []
-    for readout in READOUTS:
-        for length in lengths:
-            bound = _law(C.TRAINED, length) if readout == "regression" else math.nan
-            ok = reached(readout, length)
-            bmin = (1.2 * bound if readout == "regression" else 0.2) if ok else math.inf
-            rows.append(
-                {"placement": C.TRAINED, "readout": readout, "d": D, "L": length}
-                | {"bmin": bmin, "bmin_low": 0.1, "lower_bound": bound, "ratio": bmin / bound}
-                | {"bracket_high": 40.0, "reached": ok, "seeds_reached": int(ok)}
-                | {"runs": 6, "rounds": 3}
-            )
+    for length in lengths:
+        bound = _law(C.TRAINED, length)
+        bmin = 1.2 * bound if reached(length) else math.inf
+        rows.append(
+            {"placement": C.TRAINED, "readout": "regression", "d": D, "L": length}
+            | {"lower_bound": bound, "bmin": bmin, "ratio": bmin / bound, "fraction": 0.5}
+            | {"seed_bmin_low": 1.1 * bound, "seed_bmin_high": 1.3 * bound}
+            | {"exact_below_bound": below, "bounds": 4, "seeds": 4}
+        )
     return _table(rows, EmpiricalBmin)
+
+
+def _success(lengths=TRAINED_LENGTHS, bound=0.5, fraction=lambda length: 1.0):
+    """success.csv: classification at one fixed bound (regression rows are not read)."""
+    rows = [
+        {"placement": C.TRAINED, "readout": "classification", "d": D, "L": length, "B": bound}
+        | {"lower_bound": math.nan, "ratio": math.nan, "seeds": 4}
+        | {"exact": int(4 * fraction(length)), "fraction": fraction(length)}
+        for length in lengths
+    ]
+    return _table(rows, Success)
 
 
 def _walls(wall=WALL):
@@ -163,6 +186,7 @@ def _satisfying() -> dict[str, pd.DataFrame]:
         C.PRECISION: _precision(),
         C.RATES: _rates(),
         C.EMPIRICAL: _empirical(),
+        C.SUCCESS: _success(),
     }
 
 
@@ -235,17 +259,21 @@ def test_c5_fails_on_growing_norms_flat_storage_or_rising_margins():
     assert not _finding(
         "C.5", **{C.PRECISION: _precision(margin=lambda length: 1e-6 * length)}
     ).holds
+    assert not _finding("C.5", **{C.PRECISION: _precision(best=lambda length: 1e-6 * length)}).holds
     short = {C.THEORY: _theory(lengths=(8,)), C.PRECISION: _precision(lengths=(8,))}
     assert _finding("C.5", **short) is None
 
 
 def test_c6_fails_without_the_split_and_needs_three_lengths_and_fit_points():
-    unreached = _empirical(
-        reached=lambda readout, length: readout == "classification" or length < 64
-    )
+    unreached = _empirical(reached=lambda length: length < 64)
     assert not _finding("C.6", **{C.EMPIRICAL: unreached}).holds
-    assert not _finding("C.6", **{C.RATES: _rates(trained={"regression": 0.1})}).holds
-    assert not _finding("C.6", **{C.RATES: _rates(trained={"classification": 0.8})}).holds
+    assert not _finding("C.6", **{C.EMPIRICAL: _empirical(below=1)}).holds
+    assert not _finding("C.6", **{C.RATES: _rates(trained=1.0)}).holds
+    assert not _finding("C.6", **{C.SUCCESS: _success(bound=3.0)}).holds  # above a bound
+    failing = _success(fraction=lambda length: 0.25 if length == 64 else 1.0)
+    assert not _finding("C.6", **{C.SUCCESS: failing}).holds
+    finding = _finding("C.6")
+    assert "slope 0.75 (0.75), lower bound 0.74 over L = 32-128" in finding.value
     assert _finding("C.6", **{C.EMPIRICAL: _empirical(lengths=(8, 16))}) is None
     assert _finding("C.6", section={"theory": {"fit_points": 2}}) is None
 

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from transformer_stability.config import validate_config
-from transformer_stability.counting.items import geometry_item, theory_items, train_items
+from transformer_stability.counting.items import (
+    BoundGrid,
+    geometry_item,
+    theory_items,
+    train_items,
+)
 from transformer_stability.counting.rates import (
     exponent_table,
     reference_slopes,
@@ -42,27 +47,23 @@ def test_one_training_item_per_readout_and_length_regression_first(counting):
     assert [item.id for item in items] == expected
 
 
-def test_a_training_item_bisects_and_runs_unconstrained_where_configured(schema):
-    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32]}
+def test_a_training_item_has_the_bound_grid_and_unconstrained_runs_where_configured(schema):
+    sweep = {"lengths": [8, 16], "unconstrained_lengths": [16, 32], "ratios": [0.9, 1.2]}
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
     items = {i.id: i for i in train_items(config["counting"], 10)}
-    assert items["regression_L8"].bisection is not None and not items["regression_L8"].unconstrained
-    assert items["regression_L16"].bisection is not None and items["regression_L16"].unconstrained
-    assert items["regression_L32"].bisection is None and items["regression_L32"].unconstrained
+    assert items["regression_L8"].grid is not None and not items["regression_L8"].unconstrained
+    assert items["regression_L16"].grid is not None and items["regression_L16"].unconstrained
+    assert items["regression_L32"].grid is None and items["regression_L32"].unconstrained
     assert all(i.seeds == (10, 11, 12) for i in items.values())
     assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float64"}
-    assert items["regression_L8"].bisection.low is None  # the theory brackets regression
-    assert items["classification_L8"].bisection.upper_factor is None
+    assert items["regression_L8"].grid == BoundGrid((0.9, 1.2), relative=True)
+    assert items["classification_L16"].grid == BoundGrid((0.5,), relative=False)
+    assert items["classification_L16"].edges_only and not items["regression_L8"].edges_only
 
 
-def test_training_items_follow_the_theory_margin_only_in_regression(counting):
-    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "fit_points": 2}
+def test_training_items_do_not_follow_the_theory(counting):
+    theory = {"widths": [8, 16, 64], "lengths": [4, 8], "fit_points": 2, "margin": 0.1}
     assert train_items(_with(counting, "theory", **theory), 0) == train_items(counting, 0)
-    before = train_items(counting, 0)
-    after = train_items(_with(counting, "theory", margin=0.1), 0)
-    for old, new in zip(before, after, strict=True):
-        bracketed = old.readout == "regression" and old.bisection is not None
-        assert (old == new) != bracketed
 
 
 def test_regression_items_do_not_follow_the_classification_logit_scales(counting):

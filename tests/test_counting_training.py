@@ -8,11 +8,16 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_stability.counting.constructions import construct
+from transformer_stability.counting.grid import grid_points
 from transformer_stability.counting.model import ModelSpec
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
     TrainConfig,
+    evaluate,
+    float32_accuracy,
     init_params,
+    line_head_margin,
     logit_margins,
     logit_scale_at,
     p_mean_error,
@@ -77,29 +82,53 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
     np.testing.assert_allclose(scales.T.numpy(), expected)
 
 
-def test_a_training_item_bisects_within_the_theory_bracket_then_runs_unconstrained(schema):
+def test_a_training_item_trains_every_ratio_with_every_seed_then_unconstrained(schema):
     from transformer_stability.config import validate_config
     from transformer_stability.counting.experiment import training_table
     from transformer_stability.counting.items import train_items
 
-    sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4]}
-    bisection = {"probes": 2, "max_rounds": 2}
-    training = {"regression": sweep, "bisection": bisection}
-    config = validate_config({"counting": {"training": training}}, schema)
+    sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4], "ratios": [0.9, 1.3]}
+    config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 2}}}, schema)
     item = next(i for i in train_items(config["counting"], 7) if i.id == "regression_L4")
     table = training_table(item, "cpu")
-    bisected = table[table["round"] > 0]
+    grid = table[np.isfinite(table["B"])]
     low = lower_bound("post_learned", 4, 8)
-    assert (bisected["bracket_low"] == low).all()
-    assert (bisected["B"] > low).all() and (bisected["B"] <= bisected["bracket_high"]).all()
-    first = bisected[bisected["round"] == 1]
-    assert list(first["seed"]) == [7, 7, 8, 8]
-    assert (first.groupby("seed")["B"].max() == first["bracket_high"].iloc[0]).all()
-    free = table[table["round"] == 0]
-    assert list(free["seed"]) == [7, 8] and np.isinf(free["B"]).all()
-    assert (bisected["max_vector_norm"] <= bisected["B"] * (1 + 1e-9)).all()
-    assert bisected["max_error"].notna().all() and bisected["logit_margin"].isna().all()
-    assert ((bisected["max_error"] < 0.5) == (bisected["accuracy"] == 1.0)).all()
+    assert (grid["lower_bound"] == low).all()
+    assert list(zip(grid["ratio"], grid["seed"], strict=True)) == [
+        (0.9, 7),
+        (0.9, 8),
+        (1.3, 7),
+        (1.3, 8),
+    ]
+    np.testing.assert_allclose(grid["B"], grid["ratio"] * low)
+    free = table[~np.isfinite(table["B"])]
+    assert list(free["seed"]) == [7, 8] and free["ratio"].isna().all()
+    assert (grid["max_vector_norm"] <= grid["B"] * (1 + 1e-9)).all()
+    assert grid["max_error"].notna().all() and grid["logit_margin"].isna().all()
+    assert ((grid["max_error"] < 0.5) == (grid["accuracy"] == 1.0)).all()
+    assert table["best_head_margin"].isna().all() and (table["train_points"] == "grid").all()
+
+
+def test_edge_training_is_judged_on_the_whole_grid_and_gets_a_best_head():
+    """A classifier trained on the edges only is evaluated on every grid point (an interior
+    error would show), and the best head on its representation beats or ties its own."""
+    spec = ModelSpec("post_learned", "classification", 8, 6)
+    cfg = TrainConfig(steps=300, lr=0.05, edges_only=True)
+    metrics, params = train_runs(spec, [1.0, math.inf], [0, 1], cfg)
+    c, m = (torch.from_numpy(v) for v in grid_points(6))
+    np.testing.assert_array_equal(metrics["accuracy"], evaluate(spec, params, c, m)["accuracy"])
+    best = line_head_margin(spec, params)
+    exact = metrics["accuracy"] >= 1.0
+    assert exact.any()
+    assert (np.array(best)[exact] >= metrics["relative_margin"][exact] * (1 - 1e-6)).all()
+
+
+def test_float32_accuracy_rounds_the_parameters():
+    """A construction whose margin float32 cannot resolve loses points in float32 only."""
+    found = construct(ModelSpec("none", "classification", 8, 128))
+    c, m = (torch.from_numpy(v) for v in grid_points(128))
+    assert evaluate(found.spec, found.params, c, m)["accuracy"][0] == 1.0
+    assert float32_accuracy(found.spec, found.params, c, m)[0] < 1.0
 
 
 def test_p_mean_error_approaches_the_largest_error_and_logit_margins_sign_exactness():

@@ -9,10 +9,9 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from transformer_stability.settings import read_settings, settings_text, sidecar
 from transformer_stability.tables import (
@@ -25,6 +24,9 @@ from transformer_stability.tables import (
     table_problems,
     table_schema,
 )
+
+if TYPE_CHECKING:  # a table job (most jobs) never needs matplotlib
+    from matplotlib.figure import Figure
 
 
 def _umask() -> int:

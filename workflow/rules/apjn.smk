@@ -26,6 +26,7 @@ rule apjn_theory_depth:
         asymptotics="results/apjn/asymptotics.csv",
         laws="results/apjn/depth_laws.csv",
         tokens="results/apjn/preln_tokens.csv",
+        crossovers="results/apjn/preln_crossovers.csv",
     log:
         "results/logs/apjn/theory_depth.log",
     benchmark:
@@ -89,3 +90,22 @@ rule apjn_tuning:
         settings=table_settings("apjn_tuning"),
     script:
         "../scripts/apjn_tuning.py"
+
+
+rule apjn_finite_n_compare:
+    input:
+        table="results/apjn/finite_n.csv",
+        sources=code("apjn_finite_n_compare.py"),
+    output:
+        "results/apjn/finite_n_compare.csv",
+    log:
+        "results/logs/apjn/finite_n_compare.log",
+    benchmark:
+        "results/benchmarks/apjn/finite_n_compare.tsv"
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_finite_n_compare"),
+    script:
+        "../scripts/apjn_finite_n_compare.py"

@@ -54,6 +54,24 @@ rule counting_references:
         "../scripts/counting_references.py"
 
 
+rule counting_precision:
+    input:
+        constructions="results/counting/construction_precision.csv",
+        training="results/counting/training.csv",
+        sources=code("counting_precision.py"),
+    output:
+        "results/counting/precision.csv",
+    log:
+        "results/logs/counting/precision.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("counting_precision"),
+    script:
+        "../scripts/counting_precision.py"
+
+
 rule counting_rates:
     input:
         theory="results/counting/bmin_theory.csv",
@@ -61,6 +79,7 @@ rule counting_rates:
         precision="results/counting/precision.csv",
         sources=code("counting_rates.py"),
     output:
+        success="results/counting/success.csv",
         empirical="results/counting/empirical_bmin.csv",
         rates="results/counting/rates.csv",
     log:

@@ -3,11 +3,11 @@ constructions of B_min(L), and the bare pre-norm wall, at one d) -> two chunk ta
 tagged with their item."""
 
 from transformer_stability.counting.study import theory_tables
-from transformer_stability.counting.tables import BminTheory, Precision, Walls
+from transformer_stability.counting.tables import BminTheory, ConstructionPrecision, Walls
 from transformer_stability.jobs import chunk_job
 
 chunk_job(
     snakemake,
     lambda item, _device: theory_tables(item),
-    {"theory": BminTheory, "walls": Walls, "precision": Precision},
+    {"theory": BminTheory, "walls": Walls, "precision": ConstructionPrecision},
 )

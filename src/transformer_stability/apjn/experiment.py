@@ -28,6 +28,7 @@ from transformer_stability.apjn.inputs import (
 from transformer_stability.apjn.items import (
     CurveItem,
     EndToEndItem,
+    FiniteNItem,
     ImageSource,
     MeasureSettings,
     Variant,
@@ -40,12 +41,13 @@ from transformer_stability.apjn.measure import (
     forward_apjn,
     gaussian_probes,
     model_blocks,
+    push_tangents,
     token_statistics,
 )
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.study import variant_ids
-from transformer_stability.apjn.tables import EndToEnd, MeasuredCurves
+from transformer_stability.apjn.tables import FINITE_N_INPUTS, EndToEnd, FiniteN, MeasuredCurves
 from transformer_stability.apjn.theory import (
     MeanField,
     backward_log_apjn,
@@ -261,3 +263,65 @@ def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
     table["init_seed"] = item.settings.seed
     log.info("%s: J^{L,0} = %.4g", item.id, table["apjn"].iloc[-1])
     return select(table, EndToEnd)
+
+
+def _block_seed(seed: int, piece: int) -> int:
+    """The seed of one piece of a deep model built piecewise: distinct per (init, piece)."""
+    return int(np.random.SeedSequence([seed, piece]).generate_state(1)[0])
+
+
+def _finite_n_start(
+    item: FiniteNItem, n: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both inputs at n + 1 tokens, each repeated for its probes, and the probes: (2P, n+1, d)."""
+    d, p0s = item.spec.width, {"identical": item.q0, "generic": item.p0}
+    x0 = torch.stack([equiangular_tokens(n + 1, d, item.q0, p0s[k], generator) for k in p0s])
+    probes = gaussian_probes(x0, item.probes, generator)
+    return x0.repeat_interleave(item.probes, dim=0), probes.reshape(-1, n + 1, d)
+
+
+def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
+    """J^{b,0} of one deep pre-LN initialization for both inputs at every token count, mean over
+    probes, with the model's (a, m). The model is built `chunk_blocks` blocks at a time and the
+    inputs and tangents are carried from piece to piece, so only one piece is ever in memory."""
+    dtype, spec = resolve_dtype(item.dtype), item.spec
+    generator = torch.Generator().manual_seed(item.seed)
+    states = {n: _finite_n_start(item, n, generator) for n in item.token_counts}
+    norms: dict[int, list[torch.Tensor]] = {n: [] for n in item.token_counts}
+    a_sum = m_sum = 0.0
+    for piece, start in enumerate(range(0, spec.depth, item.chunk_blocks)):
+        blocks = min(item.chunk_blocks, spec.depth - start)
+        model = build_vit(spec.with_(depth=blocks), _block_seed(item.seed, piece))
+        model = model.to(device, dtype)
+        mf = mean_field_from_model(model)
+        a_sum, m_sum = a_sum + mf.a * blocks, m_sum + mf.m * blocks
+        for n, (x, v) in states.items():
+            x, v, piece_norms = push_tangents(
+                model_blocks(model), x.to(device, dtype), v.to(device, dtype)
+            )
+            states[n] = x, v
+            norms[n].append(piece_norms)
+    frames = []
+    for n, parts in norms.items():
+        per_probe = torch.cat([torch.ones(parts[0].shape[0], 1, dtype=torch.float64), *parts], 1)
+        curves = per_probe.reshape(len(FINITE_N_INPUTS), item.probes, -1).mean(1).numpy()
+        for kind, curve in zip(FINITE_N_INPUTS, curves, strict=True):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "width": spec.width,
+                        "depth": spec.depth,
+                        "n_tokens": n,
+                        "input": kind,
+                        "q0": item.q0,
+                        "p0": item.q0 if kind == "identical" else item.p0,
+                        "init_seed": item.seed,
+                        "a": a_sum / spec.depth,
+                        "m": m_sum / spec.depth,
+                        "block": np.arange(spec.depth + 1),
+                        "apjn": curve,
+                    }
+                )
+            )
+    log.info("%s: J^{L,0} = %s", item.id, [f"{f['apjn'].iloc[-1]:.4g}" for f in frames])
+    return select(pd.concat(frames, ignore_index=True), FiniteN)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.items import Variant
@@ -68,8 +68,7 @@ def plot_theory_curves(curves: pd.DataFrame) -> Figure:
         ax.set_title(titles[direction])
     axes[0].set_ylabel("APJN (mean-field theory)")
     axes[1].legend(title="norm", loc="upper left", frameon=False)
-    width = int(curves["width"].iloc[0])
-    fig.suptitle(f"APJN at initialization, permutation-symmetric input (d = {width})")
+    fig.suptitle("APJN at initialization, permutation-symmetric input (infinite-width theory)")
     return fig
 
 
@@ -78,47 +77,100 @@ def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Serie
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
-def _preln_panels(
-    ax_pow, ax_tokens, depth: pd.DataFrame, asymptotics, laws, tokens: pd.DataFrame, color
-) -> None:
-    """Pre-LN: J^{L,0} on log-log axes with the zeta_- fit and law, and the local exponent of
-    every token count N against L / N^3 with the two-mode closed form and zeta_-, zeta_+."""
+CLOSURE_STYLES = {"released": "-", "exact": "-."}
+"""Line style of each closure of uniform attention: the authors' recursion and the exact one."""
+
+
+def _preln_power_panel(ax, depth: pd.DataFrame, asymptotics, laws, color) -> None:
+    """Pre-LN's J^{L,0} at the model's own N on log-log axes with the zeta_- fit and law."""
     variant = Variant("ln")
     part = _select(depth, variant).sort_values("depth")
-    if not part.empty:
-        rows = _select(asymptotics, variant)
-        own = rows["n_tokens"] == part["n_tokens"].iloc[0]
-        fit = rows[own & (rows["quantity"] == "zeta_minus")].iloc[0]
-        law = _select(laws, variant).sort_values("depth")
-        label = (
-            f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
-            f" ζ₋ = {fit['predicted']:.3f}"
+    if part.empty:
+        return
+    rows = _select(asymptotics, variant)
+    n = part["n_tokens"].iloc[0]
+    fit = rows[(rows["n_tokens"] == n) & (rows["quantity"] == "zeta_minus")].iloc[0]
+    law = _select(laws, variant).sort_values("depth")
+    label = (
+        f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
+        f" ζ₋ = {fit['predicted']:.3f}"
+    )
+    ax.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
+    ax.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
+    ax.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
+    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    ax.set_title(f"pre-LN, N = {n}: J between $L^{{\\zeta_-}}$ and $L^{{\\zeta_+}}$")
+
+
+def _crossover_label(n: int, crossovers: pd.DataFrame) -> str:
+    """N, then per closure the generic-input crossover depth and the rho = 1 one."""
+    parts = []
+    for row in crossovers[crossovers["n_tokens"] == n].itertuples():
+        generic = (
+            "none"
+            if np.isnan(row.generic_crossover_depth)
+            else f"{row.generic_crossover_depth:.2g}"
         )
-        ax_pow.plot(part["depth"], np.exp(part["log_apjn"]), color=color, label=label)
-        ax_pow.plot(law["depth"], np.exp(law["fitted_log_apjn"]), ":", color=color, lw=2.2)
-        ax_pow.plot(law["depth"], np.exp(law["predicted_log_apjn"]), "--", color=color, lw=1)
-        ax_pow.legend(loc="upper left", frameon=False, fontsize=8)
+        parts.append(f"{row.closure} {generic} (ρ=1: {row.crossover_depth:.2g})")
+    return f"N = {n}: " + ", ".join(parts)
+
+
+def _preln_token_panel(ax, tokens: pd.DataFrame, crossovers: pd.DataFrame) -> None:
+    """Pre-LN's local exponent of every token count N against L / N^3 in both closures, each
+    N's zeta_+ labelled, its generic-input crossover marked (x) and listed in the legend."""
     counts = sorted(tokens["n_tokens"].unique())
     palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    x_max = tokens["scaled_depth"].max()
     for n in counts:
-        rows = tokens[tokens["n_tokens"] == n].sort_values("depth")
-        x = rows["scaled_depth"]
-        ax_tokens.plot(x, rows["local_slope"], color=palette[n], label=f"N = {n}")
-        ax_tokens.plot(x, rows["two_mode_slope"], "--", color=palette[n], lw=1)
-        ax_tokens.axhline(rows["zeta_plus"].iloc[0], color=palette[n], ls=":", lw=0.8)
-        cross = rows["crossover_depth"].iloc[0] / n**3
-        if x.min() <= cross <= x.max():
-            ax_tokens.axvline(cross, color=palette[n], ls=":", lw=0.8)
+        for closure, style in CLOSURE_STYLES.items():
+            rows = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == closure)]
+            rows = rows.sort_values("depth")
+            label = _crossover_label(n, crossovers) if closure == "released" else None
+            ax.plot(rows["scaled_depth"], rows["local_slope"], style, color=palette[n], label=label)
+            cross = crossovers[(crossovers["n_tokens"] == n) & (crossovers["closure"] == closure)]
+            depth = cross["generic_crossover_depth"].iloc[0]
+            if not np.isnan(depth):
+                y = np.interp(depth, rows["depth"], rows["local_slope"])
+                ax.plot(depth / n**3, y, "x", color=palette[n], ms=7)
+        zeta_plus = tokens[(tokens["n_tokens"] == n) & (tokens["closure"] == "released")]
+        value = zeta_plus["zeta_plus"].iloc[0]
+        ax.axhline(value, color=palette[n], ls=":", lw=0.8)
+        ax.text(
+            x_max,
+            value,
+            f"ζ₊ = {value:.3f} (N = {n}) ",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=palette[n],
+        )
     if counts:
+        exact_plus = tokens.loc[tokens["closure"] == "exact", "zeta_plus"].iloc[0]
+        ax.axhline(exact_plus, color="black", ls="-.", lw=0.8)
+        ax.text(
+            x_max,
+            exact_plus,
+            f"exact closure: ζ₊ = {exact_plus:g} at every N ",
+            ha="right",
+            va="top",
+            fontsize=7,
+        )
         zeta_minus = tokens["zeta_minus"].iloc[0]
-        ax_tokens.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
-        ax_tokens.text(
+        ax.axhline(zeta_minus, color="grey", ls=":", lw=1.0)
+        ax.text(
             tokens["scaled_depth"].min(), zeta_minus, " ζ₋", va="bottom", fontsize=8, color="grey"
         )
-    ax_tokens.set_xscale("log")
-    ax_tokens.set_xlabel(r"$L / N^3$")
-    ax_tokens.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
-    ax_tokens.legend(frameon=False, fontsize=8, loc="upper left")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$L / N^3$")
+    ax.set_ylabel(r"pre-LN local exponent $d\ln J / d\ln L$")
+    ax.set_title("local exponent; x: crossover from the generic input")
+    ax.legend(
+        frameon=False,
+        fontsize=7,
+        loc="lower right",
+        title="generic-input crossover depth",
+        title_fontsize=7,
+    )
 
 
 def _measured_panel(ax, measured: pd.DataFrame, colors: dict) -> None:
@@ -152,9 +204,11 @@ def plot_depth_scaling(
     laws: pd.DataFrame,
     measured: pd.DataFrame,
     tokens: pd.DataFrame,
+    crossovers: pd.DataFrame,
 ) -> Figure:
     """A4: end-to-end J^{L,0} vs L. Left: pre-LN on log-log axes with the zeta_- law, and its
-    local exponent against L / N^3 for several token counts (the two-mode crossover). Middle:
+    local exponent against L / N^3 for several token counts in both closures (the crossover
+    to zeta_+). Middle:
     the saturating maps as ln J vs sqrt(L) and their local slopes. Right: the measured points
     at the measured depths with the theory."""
     set_style()
@@ -162,9 +216,8 @@ def plot_depth_scaling(
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     fig = Figure(figsize=(15, 7.5), layout="constrained")
     axes = fig.subplot_mosaic([["pow", "sqrt", "meas"], ["tokens", "sqrt_local", "meas"]])
-    _preln_panels(
-        axes["pow"], axes["tokens"], depth, asymptotics, laws, tokens, colors.get(("ln", None))
-    )
+    _preln_power_panel(axes["pow"], depth, asymptotics, laws, colors.get(("ln", None)))
+    _preln_token_panel(axes["tokens"], tokens, crossovers)
     for variant in variants:
         if variant.norm == "ln":
             continue
@@ -185,7 +238,6 @@ def plot_depth_scaling(
     axes["pow"].set_yscale("log")
     axes["pow"].set_xlabel("depth L")
     axes["pow"].set_ylabel(r"$J^{L,0}$")
-    axes["pow"].set_title("pre-LN: power law $J \\propto L^{\\zeta_-}$ for $L \\ll N^3$")
     axes["sqrt"].set_ylabel(r"$\ln J^{L,0}$")
     axes["sqrt"].set_title(r"saturating maps: $\ln J \propto \alpha\sqrt{L}$")
     axes["sqrt_local"].set_xlabel(r"$\sqrt{L}$")
@@ -203,11 +255,67 @@ def plot_depth_scaling(
     return fig
 
 
+def plot_finite_n(compare: pd.DataFrame) -> Figure:
+    """A10: measured/theory J^{b,0} of deep pre-LN models at few tokens for both closures, one
+    panel per input; mean over initializations with bootstrap bars."""
+    set_style()
+    inputs = list(dict.fromkeys(compare["input"]))
+    counts = sorted(compare["n_tokens"].unique())
+    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    fig = Figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(inputs), sharey=True))
+    for ax, kind in zip(axes, inputs, strict=True):
+        for n in counts:
+            rows = compare[(compare["input"] == kind) & (compare["n_tokens"] == n)]
+            rows = rows.sort_values("block")
+            for k, (closure, style) in enumerate(CLOSURE_STYLES.items()):
+                ratio = rows[f"ratio_{closure}"]
+                bars = [ratio - rows[f"ratio_{closure}_lo"], rows[f"ratio_{closure}_hi"] - ratio]
+                ax.errorbar(
+                    rows["block"] * (1.04 if k else 0.96),
+                    ratio,
+                    yerr=bars,
+                    fmt="o" + style,
+                    ms=4,
+                    color=palette[n],
+                    mfc=palette[n] if closure == "exact" else "white",
+                    capsize=2,
+                    label=f"N = {n}, {closure}",
+                )
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("block b")
+        ax.set_title(f"{kind} tokens (d = {int(compare['width'].iloc[0])})")
+    axes[0].set_ylabel(r"measured / theory $J^{b,0}$")
+    axes[-1].legend(frameon=False, fontsize=8)
+    return fig
+
+
 def _sample_mean(part: pd.DataFrame, by: str, columns: list[str]) -> pd.DataFrame:
     """Mean and std over samples of `columns`, per value of `by`."""
     stats = part.groupby(by)[columns].agg(["mean", "std"])
     stats.columns = [f"{c}_{s}" for c, s in stats.columns]
     return stats.reset_index()
+
+
+def _ratio_spread(part: pd.DataFrame, by: str, theory: str = "apjn_theory") -> pd.DataFrame:
+    """Per value of `by`: mean, min and max of measured/theory over the curves (each
+    initialization and sample its own ratio), so that single curves' deviations stay visible
+    where the means hide them."""
+    ratio = (part["apjn"] / part[theory]).groupby(part[by]).agg(["mean", "min", "max"])
+    return ratio.reset_index()
+
+
+def _ratio_panel(ax, stats: pd.DataFrame, by: str, color, marker: str = "o") -> None:
+    """Measured/theory on a log axis: the mean (line and dots) inside the range of the curves
+    (band), and a reference line at 1."""
+    ax.fill_between(stats[by], stats["min"], stats["max"], color=color, alpha=0.18, lw=0)
+    ax.plot(stats[by], stats["mean"], color=color, marker=marker, ms=3, lw=1.0)
+    ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:.3g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
 
 
 def plot_permsym(curves: pd.DataFrame) -> Figure:
@@ -219,14 +327,17 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
         raise ValueError("A1 needs equiangular-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, direction in zip(axes, ("backward", "forward"), strict=True):
+    fig = Figure(figsize=(10, 7.2), layout="constrained")
+    grid = fig.subplots(2, 2, sharex="col", sharey="row", height_ratios=(3, 2))
+    axes = grid[0]
+    for col, direction in enumerate(("backward", "forward")):
+        ax = axes[col]
         for variant in variants:
             part = _select(curves, variant)
             part = part[part["direction"] == direction]
             stats = _sample_mean(part, "block", ["apjn", "apjn_theory"])
             color = colors[(variant.norm, variant.alpha)]
+            _ratio_panel(grid[1, col], _ratio_spread(part, "block"), "block", color)
             ax.plot(
                 stats["block"],
                 stats["apjn_theory_mean"],
@@ -246,11 +357,12 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
                 elinewidth=0.8,
             )
         ax.set_yscale("log")
-        ax.set_xlabel("block b")
+        grid[1, col].set_xlabel("block b")
     depth = int(curves["depth"].iloc[0])
     axes[0].set_title(f"backward $J^{{L,b}}$ (L = {depth})")
     axes[1].set_title("forward $J^{b,0}$")
     axes[0].set_ylabel("APJN")
+    grid[1, 0].set_ylabel("measured / theory\n(line: mean; band: range of the curves)")
     axes[1].legend(
         title="lines: theory, dots: measured",
         loc="upper left",
@@ -263,40 +375,51 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
     return fig
 
 
+def _images_panel(ax, rows: pd.DataFrame, color) -> None:
+    """One variant and direction: the mean over images of the measured curve (dots) and of
+    both closures (solid: (q, p), dashed: full Gram)."""
+    means = rows.groupby("block")[["apjn", "apjn_theory", "apjn_theory_gram"]].mean()
+    ax.plot(means.index, means["apjn_theory"], color=color, lw=1.2, label="(q, p) closure")
+    ax.plot(means.index, means["apjn_theory_gram"], "--", color=color, lw=1.0, label="full Gram")
+    ax.plot(means.index, means["apjn"], "o", color=color, ms=3, mfc="white", label="measured")
+    ax.set_yscale("log")
+
+
 def plot_images(curves: pd.DataFrame) -> Figure:
-    """A2: per-image measured curves (dots) and the theory seeded with each image's (q, p)
-    (lines), backward J^{L,b} (top) and forward from the source block (bottom)."""
+    """A2: on natural images, the mean over images of the measured curve against both closures
+    (top of each pair of rows) and measured/theory per image (below: mean and range over the
+    images, solid (q, p), dashed full Gram), backward J^{L,b} and forward from the source
+    block."""
     set_style()
-    sns = seaborn()
     curves = curves[curves["input"] == "images"]
     if curves.empty:
         raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
     variants = _variants(curves)
-    samples = sorted(set(zip(curves["init_seed"], curves["sample"], strict=True)))
-    palette = dict(zip(samples, sns.color_palette("husl", len(samples)), strict=True))
-    fig = Figure(figsize=(3.0 * len(variants) + 1, 6.2), layout="constrained")
-    axes = fig.subplots(2, len(variants), sharey="row", squeeze=False)
+    colors = variant_colors([(v.norm, v.alpha) for v in variants])
+    fig = Figure(figsize=(3.0 * len(variants) + 1, 10.5), layout="constrained")
+    axes = fig.subplots(
+        4, len(variants), sharex="col", sharey="row", squeeze=False, height_ratios=(3, 2, 3, 2)
+    )
     for col, variant in enumerate(variants):
-        part = _select(curves, variant)
-        for row, direction in enumerate(("backward", "forward")):
-            ax = axes[row, col]
+        part, color = _select(curves, variant), colors[(variant.norm, variant.alpha)]
+        for row, direction in ((0, "backward"), (2, "forward")):
             rows = part[part["direction"] == direction]
-            for sample, curve in rows.groupby(["init_seed", "sample"]):
-                color, block = palette[sample], curve["block"]
-                ax.plot(block, curve["apjn_theory"], color=color, lw=1.0)
-                ax.plot(block, curve["apjn_theory_gram"], "--", color=color, lw=0.8)
-                ax.plot(block, curve["apjn"], "o", color=color, ms=2.5)
-            ax.set_yscale("log")
-            if row == 0:
-                ax.set_title(_label(variant))
-            else:
-                ax.set_xlabel("block b")
+            _images_panel(axes[row, col], rows, color)
+            _ratio_panel(axes[row + 1, col], _ratio_spread(rows, "block"), "block", color)
+            gram = _ratio_spread(rows, "block", "apjn_theory_gram").dropna()
+            axes[row + 1, col].plot(gram["block"], gram["mean"], "--", color=color, lw=1.0)
+        axes[0, col].set_title(_label(variant))
+        axes[3, col].set_xlabel("block b")
     source = int(curves.loc[curves["direction"] == "forward", "source_block"].iloc[0])
     axes[0, 0].set_ylabel("backward $J^{L,b}$")
-    axes[1, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
+    axes[2, 0].set_ylabel(f"forward $J^{{b,{source}}}$")
+    for row in (1, 3):
+        axes[row, 0].set_ylabel("measured / theory")
+    axes[0, 0].legend(frameon=False, fontsize=7)
     fig.suptitle(
-        "natural images, one colour per image: solid: theory seeded with that image's (q, p); "
-        "dashed: full-Gram closure; dots: measured"
+        "natural images: mean over images (dots: measured; solid: theory seeded with each "
+        "image's (q, p); dashed: full-Gram closure);\nbelow each: measured / theory per image "
+        "(line: mean, band: range over images and initializations)"
     )
     return fig
 
@@ -423,9 +546,11 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         ("attn_mult", "attn_mult (mlp_mult = 1)"),
         ("mlp_mult", "mlp_mult (attn_mult = 1)"),
     ]
-    fig = Figure(figsize=(14, 4.4), layout="constrained")
-    axes = fig.subplots(1, 3, sharey=True)
-    for ax, (sweep, xlabel) in zip(axes, sweeps, strict=True):
+    fig = Figure(figsize=(14, 7.0), layout="constrained")
+    grid = fig.subplots(2, 3, sharex="col", sharey="row", height_ratios=(3, 2))
+    axes = grid[0]
+    for col, (sweep, xlabel) in enumerate(sweeps):
+        ax = axes[col]
         part = table[table["sweep"] == sweep]
         norms = ["derf", "dyt"] if sweep == "alpha" else ["ln", "derf"]
         for norm in norms:
@@ -450,14 +575,16 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
                 mfc="white",
                 label=f"{label} measured",
             )
+            _ratio_panel(grid[1, col], _ratio_spread(rows, x), x, color)
         ax.set_xscale("log")
         ax.set_yscale("log")
         values = sorted(part["alpha" if sweep == "alpha" else sweep].dropna().unique())
         ax.set_xticks(values, [f"{v:g}" for v in values])
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xlabel(xlabel)
+        grid[1, col].set_xlabel(xlabel)
         ax.legend(frameon=False, fontsize=8)
     axes[0].set_ylabel("end-to-end APJN $J^{L,0}$")
+    grid[1, 0].set_ylabel("measured / theory\n(line: mean; band: range)")
     depth, width = int(table["depth"].iloc[0]), int(table["width"].iloc[0])
     fig.suptitle(f"sensitivity of the end-to-end APJN to init (d = {width}, L = {depth})")
     return fig
@@ -663,8 +790,8 @@ FIGURES = (
         tables={"curves": "results/apjn/theory_curves.csv"},
         plot=plot_theory_curves,
         caption="""\
-A1 (theory). Mean-field APJN at initialization for a ViT of width
-{{ config["apjn"]["model"]["width"] }} and depth {{ config["apjn"]["model"]["depth"] }} with
+A1 (theory). Mean-field (infinite-width) APJN at initialization for a ViT of depth
+{{ config["apjn"]["model"]["depth"] }} with
 permutation-symmetric input (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
 {{ config["apjn"]["input"]["p0"] }}). Left: backward curve J^{L,b} (sensitivity of the last
 block output to block b); right: forward curve J^{b,0}. Pre-LN (black) grows as a power law; the
@@ -688,8 +815,9 @@ init_std = {{ config["apjn"]["model"]["init_std"] }}: ViT-B's mean-field constan
 Hutchinson estimates (mean over {{ config["apjn"]["measure"]["inits"] }} initializations and
 their input samples, bars: the spread over all of them); lines: the infinite-width recursion
 seeded with the measured (q, p) at the source block and the mean-field constants read off the
-built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Data:
-results/apjn/measured_curves.csv (input = equiangular).
+built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Bottom: measured / theory of
+each curve (one per initialization and sample); line: their mean, band: their range, dotted: 1.
+Data: results/apjn/measured_curves.csv (input = equiangular).
 """,
         labels=_labels("A1", "APJN vs block", "permutation-symmetric"),
     ),
@@ -702,11 +830,14 @@ results/apjn/measured_curves.csv (input = equiangular).
         caption="""\
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
 {{ config["apjn"]["images"]["count"] }} images per initialization,
-{{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding. Each
-colour is one image: dots are measured, solid lines are the theory seeded with that image's own
-token statistics (q, p) at the source block, dashed lines the full-Gram closure seeded with its
-whole token Gram matrix (CLS included; pre-LN and Derf only, tanh has no closed pair kernel).
-Top: backward J^{L,b}; bottom: forward from block
+{{ config["apjn"]["measure"]["inits"] }} initializations) fed through the patch embedding.
+First and third rows: the mean over images and initializations of the measured curves (dots),
+of the theory seeded with each image's own token statistics (q, p) at the source block (solid)
+and of the full-Gram closure seeded with its whole token Gram matrix (dashed; CLS included;
+pre-LN and Derf only, tanh has no closed pair kernel). Second and fourth rows: measured / theory
+of each image's curve; line: the mean, band: the range over images and initializations (the
+(q, p) closure), dashed: the mean for the full-Gram closure; dotted: 1. Top pair: backward
+J^{L,b}; bottom pair: forward from block
 {{ config["apjn"]["images"]["forward_source_block"] }}. The theory and measurement part in the
 first blocks of the backward curves: the CLS token (cls_token drawn with std 1e-6 plus the
 position embedding) has a tiny variance q, so its normalization Jacobian (~1/sqrt(q)) is huge,
@@ -747,28 +878,34 @@ repeats the image comparison with the full-Gram closure (pre-LN and Derf). The d
             "laws": "results/apjn/depth_laws.csv",
             "measured": "results/apjn/end_to_end.csv",
             "tokens": "results/apjn/preln_tokens.csv",
+            "crossovers": "results/apjn/preln_crossovers.csv",
         },
         plot=plot_depth_scaling,
         caption="""\
 A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
-{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN. Its (J, K)
-recursion, linearised at token correlation 1, has two power laws, ζ₋ = m/(m + 2a) and
-ζ₊ = 1 + a/(N(a + m/2)); the start (J, K) = (1, 0) puts weight 1/(N + 1) on ζ₊, so for
-L much below the crossover (about N^3 blocks) J grows as L^ζ₋: the paper's power law. The
-legend gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the
-same fit of the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against
-L / N^3 for N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens (solid:
-recursion from q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }},
-to {{ config["apjn"]["theory"]["token_max_depth"] }} blocks; dashed: two-mode closed form, exact
-when p0 = q0; dotted: ζ₋ (grey), each N's ζ₊ and crossover). The recursion approaches
-the closed form slowly, as the token correlation tends to 1 only as L^(-(1 - ζ₋)). Middle:
+{{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN at the model's
+own N. Its (J, K) recursion, linearised at token correlation 1, has two power laws,
+ζ₋ = m/(m + 2a) and ζ₊ = 1 + a/(N(a + m/2)) in the authors' closure (ζ₊ = 1 in the exact
+one, results/apjn/preln_crossovers.csv); the start (J, K) = (1, 0) puts weight 1/(N + 1) on
+ζ₊ in both, so J grows between L^ζ₋ and L^ζ₊, as L^ζ₋ only far below the crossover. The legend
+gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the same fit of
+the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against L / N^3 for
+N = {{ config["apjn"]["theory"]["token_counts"] | join(", ") }} tokens and the model's own
+(solid: the authors' closure; dash-dotted: uniform attention taken exactly; both from
+q0 = {{ config["apjn"]["input"]["q0"] }}, p0 = {{ config["apjn"]["input"]["p0"] }}, to
+{{ config["apjn"]["theory"]["token_max_depth"] }} blocks). Dotted lines: ζ₋ (grey) and each N's
+ζ₊ in the authors' closure, labelled; dash-dotted black: the exact closure's ζ₊. x: the
+generic-input crossover, the first depth after the plateau where the local exponent reaches
+(ζ₋ + ζ₊)/2; the legend lists it per closure beside the ρ = 1 formula's (none: the plateau
+already lies above the midpoint, or the crossover is beyond the computed depth). Which closure
+the measurement supports: A10. Middle:
 ln J against sqrt(L) for Derf and DyT, a straight line (stretched exponential, subcritical
 growth) whose slope is proportional to alpha (dashed: closed-form slope), and its local slope.
 Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
 at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
 over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
 with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
-asymptotics.csv, preln_tokens.csv and end_to_end.csv (sweep "depth").
+asymptotics.csv, preln_tokens.csv, preln_crossovers.csv and end_to_end.csv (sweep "depth").
 """,
         labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
     ),
@@ -783,7 +920,9 @@ A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} 
 permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
 the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
 Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
-the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Claim A.5
+the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Bottom:
+measured / theory of each initialization and sample; line: the mean, band: the range, dotted:
+1. Claim A.5
 of results/claims.csv compares the spread over the multipliers of Derf with pre-LN's. Data:
 results/apjn/end_to_end.csv (sweeps alpha, attn_mult, mlp_mult).
 """,
@@ -908,6 +1047,34 @@ width_agreement.csv).
             "image-input GMFE − 1 vs model width",
             "natural images",
             models=lambda config: _variant_list(config["apjn"]["width_scan"]["variants"]),
+        ),
+    ),
+    FigureSpec(
+        name="apjn_finite_n",
+        code="A10",
+        study="apjn",
+        tables={"compare": "results/apjn/finite_n_compare.csv"},
+        plot=plot_finite_n,
+        caption="""\
+A10. Which closure of uniform attention holds at few tokens: J^{b,0} measured in pre-LN timm ViTs
+of width {{ config["apjn"]["finite_n"]["width"] }} and depth
+{{ config["apjn"]["finite_n"]["depth"] }} (built {{ config["apjn"]["finite_n"]["chunk_blocks"] }}
+blocks at a time), over the theory's, for N = {{ config["apjn"]["finite_n"]["token_counts"] |
+join(", ") }} tokens (CLS excluded; N + 1 attend). Open markers, solid: the authors' closure
+(cross-token term a chi_p, self-term a chi_q / N); filled, dash-dotted: uniform attention taken
+exactly (a chi_p N/(N + 1), a chi_q/(N + 1), and the statistics' self-term). Left: identical
+tokens (p0 = q0), where uniform attention is exact at any weights; right: the generic input
+(p0 = {{ config["apjn"]["input"]["p0"] }}). Mean over {{ config["apjn"]["finite_n"]["inits"] }}
+initializations ({{ config["apjn"]["finite_n"]["probes"] }} probes each), each against the
+theory with its own (a, m); bars: 95 % bootstrap intervals over initializations. A closure
+fits where its bar covers 1 (column verdict). Data: results/apjn/finite_n_compare.csv (from
+finite_n.csv).
+""",
+        labels=_labels(
+            "A10",
+            "measured / theory APJN at few tokens, both closures",
+            "identical and generic tokens",
+            models=lambda config: "pre-LN",
         ),
     ),
 )

@@ -32,12 +32,13 @@ def equiangular_tokens(
 
     Eigenbasis: the all-ones direction (eigenvalue width (q0 - p0 + n p0)) and an orthonormal
     basis of its complement (eigenvalue width (q0 - p0)); zero-padded to `width` columns and
-    rotated by a random orthogonal matrix, so only the Gram matrix is fixed.
+    rotated by a random orthogonal matrix, so only the Gram matrix is fixed. p0 = q0 gives
+    identical tokens, under which uniform attention is exact at any weights.
     """
     if width < n_tokens:
         raise ValueError(f"need width >= n_tokens, got width={width}, n_tokens={n_tokens}")
-    if not (q0 > 0 and 0 <= p0 < q0):
-        raise ValueError(f"need 0 <= p0 < q0, got q0={q0}, p0={p0}")
+    if not (q0 > 0 and 0 <= p0 <= q0):
+        raise ValueError(f"need 0 <= p0 <= q0, got q0={q0}, p0={p0}")
     ones = torch.ones(n_tokens, 1, dtype=torch.float64)
     basis, _ = torch.linalg.qr(torch.cat([ones, torch.eye(n_tokens, dtype=torch.float64)], 1))
     basis = basis[:, :n_tokens]  # first column is +-1/sqrt(n), the rest spans 1-perp

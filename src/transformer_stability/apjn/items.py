@@ -14,7 +14,7 @@ from typing import Any
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.sweeps import Sweep
-from transformer_stability.work import TRAIN_FACTOR, Work, segments
+from transformer_stability.work import TRAIN_FACTOR, Work, segments, transformer_flop
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -119,6 +119,31 @@ class EndToEndItem:
     @property
     def provenance(self) -> dict[str, int | str]:
         return {"seed": self.settings.seed, "dtype": self.settings.dtype}
+
+
+@dataclass(frozen=True)
+class FiniteNItem:
+    """One initialization of a deep pre-LN model measured at few tokens: J^{b,0} for identical
+    tokens (p0 = q0, where uniform attention is exact) and the generic input, each token count,
+    which tells the exact finite-N closure from the authors'. The model is built and pushed
+    through `chunk_blocks` blocks at a time, so its depth is not bounded by memory."""
+
+    spec: ViTSpec
+    token_counts: tuple[int, ...]
+    q0: float
+    p0: float
+    probes: int
+    chunk_blocks: int
+    dtype: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"w{self.spec.width}_depth{self.spec.depth}_init{self.seed}"
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": self.dtype}
 
 
 @dataclass(frozen=True)
@@ -314,6 +339,26 @@ def depth_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     ]
 
 
+def finite_n_items(apjn: dict[str, Any], seed: int) -> list[FiniteNItem]:
+    """finite_n.inits initializations of the configured model (ViT-B's mean-field constants
+    with init_std vit_b) at finite_n's width, heads and depth."""
+    cfg = apjn["finite_n"]
+    spec = base_spec(apjn).with_(width=cfg["width"], heads=cfg["heads"], depth=cfg["depth"])
+    return [
+        FiniteNItem(
+            spec,
+            tuple(cfg["token_counts"]),
+            apjn["input"]["q0"],
+            apjn["input"]["p0"],
+            cfg["probes"],
+            cfg["chunk_blocks"],
+            apjn["measure"]["dtype"],
+            init,
+        )
+        for init in init_seeds(seed, cfg["inits"])
+    ]
+
+
 def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
     data = cfg["data"]
     return TrainData(
@@ -400,6 +445,19 @@ def end_to_end_work(item: EndToEndItem) -> Work:
     return _probe_work(item.spec, probes * samples, what)
 
 
+def finite_n_work(item: FiniteNItem) -> Work:
+    """Forward-mode probes of both inputs at every token count through the whole model."""
+    spec = item.spec
+    flop = sum(
+        2
+        * item.probes
+        * TRAIN_FACTOR
+        * transformer_flop(spec.depth, spec.width, n + 1, spec.mlp_ratio)
+        for n in item.token_counts
+    )
+    return Work(flop, what=f"2 inputs x {item.probes} probes, N = {item.token_counts}")
+
+
 def train_work(item: TrainItem) -> Work:
     """Every run's training steps (the init measurement and the test pass add under 1 %)."""
     runs, steps, batch = len(item.runs), item.schedule.steps, item.schedule.batch_size
@@ -457,6 +515,14 @@ SWEEPS = (
         ),
     ),
     Sweep(
+        "apjn_finite_n",
+        "apjn_finite_n.py",
+        finite_n_items,
+        {"table": "apjn/finite_n"},
+        work=finite_n_work,
+        settings=("device", *_MODEL, "apjn.measure.dtype", "apjn.finite_n"),
+    ),
+    Sweep(
         "apjn_train",
         "apjn_train.py",
         train_items,
@@ -470,9 +536,16 @@ SETTINGS = {
     "apjn/theory_curves.csv": _THEORY,
     **{
         f"apjn/{name}.csv": _THEORY
-        for name in ("theory_depth", "asymptotics", "depth_laws", "preln_tokens")
+        for name in (
+            "theory_depth",
+            "asymptotics",
+            "depth_laws",
+            "preln_tokens",
+            "preln_crossovers",
+        )
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
     "apjn/width_slopes.csv": (),
     "apjn/tuning_windows.csv": (),

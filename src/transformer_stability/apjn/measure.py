@@ -111,6 +111,22 @@ def backward_apjn_per_pair(
 
 
 @torch.no_grad()
+def push_tangents(
+    blocks: Sequence[Block], x: torch.Tensor, v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Carry inputs x and tangents v (B, N, d) through `blocks` in forward mode: the outputs,
+    their tangents, and |tangent|^2/(N d) after each block, shape (B, len(blocks)) in float64.
+    A deep stack can be pushed in pieces, each piece's outputs feeding the next."""
+    norms = torch.empty(x.shape[0], len(blocks), dtype=torch.float64)
+    with quiet_forward_mode(), fwad.dual_level():
+        dual = fwad.make_dual(x, v)
+        for k, block in enumerate(blocks):
+            dual = block(dual)
+            norms[:, k] = _squared_norm(fwad.unpack_dual(dual).tangent).double().cpu()
+        primal, tangent = fwad.unpack_dual(dual)
+    return primal, tangent, norms
+
+
 def forward_apjn(
     blocks: Sequence[Block],
     x_source: torch.Tensor,
@@ -124,11 +140,7 @@ def forward_apjn(
     flat_x, flat_v = _stack_probes(x_source, probes)
     out = torch.ones(flat_v.shape[0], len(blocks) + 1, dtype=torch.float64)
     for part in _chunks(flat_v.shape[0], chunk_size):
-        with quiet_forward_mode(), fwad.dual_level():
-            x = fwad.make_dual(flat_x[part], flat_v[part])
-            for k, block in enumerate(blocks, start=1):
-                x = block(x)
-                out[part, k] = _squared_norm(fwad.unpack_dual(x).tangent).double().cpu()
+        out[part, 1:] = push_tangents(blocks, flat_x[part], flat_v[part])[2]
     return _per_sample_mean(out, n_samples)
 
 

@@ -16,16 +16,20 @@ from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 from transformer_stability.apjn.tables import (
     Asymptotics,
     DepthLaws,
+    PrelnCrossovers,
     PrelnTokens,
     TheoryCurves,
     TheoryDepth,
 )
 from transformer_stability.apjn.theory import (
     MeanField,
+    PreLNModes,
+    Trajectory,
     ViTShape,
     backward_log_apjn,
     end_to_end_log_apjn,
     forward_log_apjn,
+    preln_mode_weights,
     preln_modes,
     preln_share_depth,
     preln_two_mode_log_apjn,
@@ -35,6 +39,9 @@ from transformer_stability.apjn.theory import (
 from transformer_stability.tables import columns_of, select
 
 log = logging.getLogger(__name__)
+
+CROSSOVER_POINTS = 3000
+"""Log-spaced depths at which the local exponent is sampled to locate the generic crossover."""
 
 MODE_SHARE = 0.1
 """The pre-LN fit windows end (zeta_-) or start (zeta_+) where the other mode carries this share
@@ -192,26 +199,60 @@ def _preln_fits(
     return rows
 
 
-def preln_token_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def _generic_crossover(
+    depths: np.ndarray, slope: np.ndarray, modes: PreLNModes, q0: float
+) -> tuple[float, float]:
+    """From a generic input: the plateau (smallest local exponent past the transient, L >= 10
+    q0/c) and the first depth after it where the exponent reaches (zeta_- + zeta_+)/2; NaN
+    where it does not within the computed depths, or where the plateau already lies above."""
+    midpoint = 0.5 * (modes.zeta_minus + modes.zeta_plus)
+    past = np.where(depths >= 10 * q0 / modes.growth, slope, np.inf)
+    low = int(np.argmin(past))
+    above = np.nonzero(slope[low:] >= midpoint)[0]
+    reached = len(above) > 0 and slope[low] < midpoint
+    return float(slope[low]), float(depths[low + above[0]]) if reached else np.nan
+
+
+def _token_trajectories(study: ApjnStudy, counts: list[int]) -> dict[tuple[str, int], Trajectory]:
+    """The (q, p) trajectory behind each (closure, N): the released statistics do not depend
+    on N (one trajectory); the exact ones keep the 1/N_tot self-term (one per N)."""
+    base, kernel = study.mean_field, norm_kernel("ln")
+    shared = propagate_statistics(kernel, base, study.q0, study.p0, study.token_max_depth, True)
+    out = {("released", n): shared for n in counts}
+    for n in counts:
+        mf = MeanField(base.a, base.m, n, exact=True)
+        out["exact", n] = propagate_statistics(
+            kernel, mf, study.q0, study.p0, study.token_max_depth, self_term=True
+        )
+    return out
+
+
+def preln_token_scaling(
+    study: ApjnStudy,
+) -> tuple[pd.DataFrame, list[dict[str, Any]], pd.DataFrame]:
     """Pre-LN's local exponent against L / N^3 for every configured token count N (and the
-    model's own), from one (q, p) trajectory to token_max_depth (the statistics do not depend
-    on N), with the two-mode closed form beside it; and the zeta_-/zeta_+ fits of each N."""
+    model's own) in both closures, with the two-mode closed form beside it; the zeta_-/zeta_+
+    fits of each N (released closure); and each closure's modes and crossovers per N."""
     base, depth_max = study.mean_field, study.token_max_depth
     counts = sorted({*study.token_counts, base.n_tokens})
-    traj = propagate_statistics(
-        norm_kernel("ln"), base, study.q0, study.p0, depth_max, progress=True
-    )
+    trajectories = _token_trajectories(study, counts)
     depths = np.unique(np.geomspace(1, depth_max, study.depth_points).round().astype(int))
+    fine = np.unique(np.geomspace(1, depth_max, CROSSOVER_POINTS).round().astype(int))
     ids = variant_ids(Variant("ln"), study.spec)
-    frames, rows = [], []
-    for n in counts:
-        mf = MeanField(base.a, base.m, n)
+    frames, rows, crossovers = [], [], []
+    for (closure, n), traj in trajectories.items():
+        mf = MeanField(base.a, base.m, n, exact=closure == "exact")
         log_j = forward_log_apjn(traj, mf)
         two_mode = preln_two_mode_log_apjn(mf, study.q0, depths)
         modes = preln_modes(mf)
+        rho_one = preln_share_depth(mf, study.q0)
+        plateau, generic = _generic_crossover(
+            fine, np.gradient(log_j[fine], np.log(fine)), modes, study.q0
+        )
         frames.append(
             pd.DataFrame(
                 {
+                    "closure": closure,
                     "n_tokens": n,
                     "depth": depths,
                     "scaled_depth": depths / float(n) ** 3,
@@ -219,12 +260,26 @@ def preln_token_scaling(study: ApjnStudy) -> tuple[pd.DataFrame, list[dict[str, 
                     "two_mode_slope": np.gradient(two_mode, np.log(depths)),
                     "zeta_minus": modes.zeta_minus,
                     "zeta_plus": modes.zeta_plus,
-                    "crossover_depth": preln_share_depth(mf, study.q0),
+                    "crossover_depth": rho_one,
                 }
             )
         )
-        rows.extend(_preln_fits(study, mf, log_j, {**ids, "n_tokens": n}))
-    return select(pd.concat(frames, ignore_index=True), PrelnTokens), rows
+        crossovers.append(
+            {
+                "closure": closure,
+                "n_tokens": n,
+                "zeta_minus": modes.zeta_minus,
+                "zeta_plus": modes.zeta_plus,
+                "weight_plus": preln_mode_weights(mf)[1],
+                "crossover_depth": rho_one,
+                "generic_crossover_depth": generic,
+                "generic_min_slope": plateau,
+            }
+        )
+        if closure == "released":
+            rows.extend(_preln_fits(study, mf, log_j, {**ids, "n_tokens": n}))
+    tokens = select(pd.concat(frames, ignore_index=True), PrelnTokens)
+    return tokens, rows, select(pd.DataFrame(crossovers), PrelnCrossovers)
 
 
 def _law_variable(norm: str, depth: np.ndarray) -> np.ndarray:
@@ -255,13 +310,13 @@ def _laws(
 
 def depth_scaling(
     study: ApjnStudy,
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """End-to-end J^{L,0} vs L up to max_depth (log-spaced sample) with its local slope in the
     law's variable, the asymptotic fits, the fitted and closed-form law lines (zeta_- for
-    pre-LN), and pre-LN's local exponent for several token counts."""
+    pre-LN), pre-LN's local exponent for several token counts and its crossovers."""
     mf = study.mean_field
     depths = np.unique(np.geomspace(1, study.max_depth, study.depth_points).round().astype(int))
-    tokens, preln_rows = preln_token_scaling(study)
+    tokens, preln_rows, crossovers = preln_token_scaling(study)
     curves, fits, laws = [], list(preln_rows), []
     for variant in study.variants:
         log.info("depth scaling of %s to L = %d", variant.id, study.max_depth)
@@ -297,6 +352,7 @@ def depth_scaling(
         asymptotics,
         select(pd.concat(laws, ignore_index=True), DepthLaws),
         tokens,
+        crossovers,
     )
 
 

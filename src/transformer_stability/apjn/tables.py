@@ -14,6 +14,10 @@ from transformer_stability.apjn.names import NORMS
 from transformer_stability.tables import INF, Table
 
 REGIONS = ("early", "shallow", "middle", "deep")
+CLOSURES = ("released", "exact")
+FINITE_N_INPUTS = ("identical", "generic")
+"""Identical tokens (p0 = q0: uniform attention is exact, whatever the query and key weights)
+and the configured generic input (p0 < q0)."""
 
 
 def _norm() -> Any:
@@ -133,9 +137,18 @@ class DepthLaws(Ids):
         metadata = {"path": "apjn/depth_laws.csv", "rule": "apjn_theory_depth"}
 
 
-class PrelnTokens(Table):
-    """Pre-LN's local exponent for each token count N against L/N^3."""
+def _closure() -> Any:
+    return pa.Field(
+        isin=CLOSURES,
+        description="released: the authors' (J, K) recursion (cross-token term a chi_p, "
+        "self-term a chi_q / N); exact: uniform attention over all N + 1 tokens taken exactly",
+    )
 
+
+class PrelnTokens(Table):
+    """Pre-LN's local exponent for each token count N against L/N^3, in both closures."""
+
+    closure: Series[str] = _closure()
     n_tokens: Series[int] = pa.Field(ge=1, description="the token count N")
     depth: Series[int] = pa.Field(ge=1, description="the depth L")
     scaled_depth: Series[float] = _positive("L / N^3", inf=False)
@@ -147,6 +160,38 @@ class PrelnTokens(Table):
 
     class Config:
         metadata = {"path": "apjn/preln_tokens.csv", "rule": "apjn_theory_depth"}
+
+
+class PrelnCrossovers(Table):
+    """Pre-LN's two modes and where the fast one takes over, per closure and token count N."""
+
+    closure: Series[str] = _closure()
+    n_tokens: Series[int] = pa.Field(ge=1, description="the token count N")
+    zeta_minus: Series[float] = pa.Field(gt=0, description="the slow mode's exponent m/(m+2a)")
+    zeta_plus: Series[float] = pa.Field(gt=0, description="the fast mode's exponent")
+    weight_plus: Series[float] = pa.Field(
+        gt=0, le=1, description="the fast mode's share of J at the source (J, K) = (1, 0)"
+    )
+    crossover_depth: Series[float] = pa.Field(
+        ge=0, description="rho = 1 (identical tokens): the depth where the fast mode carries half"
+    )
+    generic_crossover_depth: Series[float] = pa.Field(
+        gt=0,
+        nullable=True,
+        description="from the configured input (q0, p0): the first depth where the recursion's "
+        "local exponent reaches (zeta_- + zeta_+)/2; NaN: beyond theory.token_max_depth",
+    )
+    generic_min_slope: Series[float] = pa.Field(
+        description="from the configured input: the smallest local exponent past the transient "
+        "(L >= 10 q0 / c), the plateau before the crossover"
+    )
+
+    class Config:
+        metadata = {"path": "apjn/preln_crossovers.csv", "rule": "apjn_theory_depth"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        return len(CLOSURES) * _preln_token_counts(config["apjn"])
 
 
 class MeasuredCurves(Ids):
@@ -208,6 +253,55 @@ class EndToEnd(Ids, SweepName):
 
     class Config:
         metadata = {"path": "apjn/end_to_end.csv", "rule": "gather"}
+
+
+class FiniteN(Table):
+    """J^{b,0} of deep pre-LN models at few tokens, per initialization (mean over probes), for
+    identical tokens and the generic input (apjn/experiment.py, finite_n_table)."""
+
+    width: Series[int] = pa.Field(ge=1, description="the model width")
+    depth: Series[int] = pa.Field(ge=1, description="the number of blocks L")
+    n_tokens: Series[int] = pa.Field(ge=1, description="the token count N (N + 1 attend)")
+    input: Series[str] = pa.Field(
+        isin=FINITE_N_INPUTS, description="identical: p0 = q0; generic: the configured p0"
+    )
+    q0: Series[float] = pa.Field(gt=0, description="the input's q")
+    p0: Series[float] = pa.Field(ge=0, description="the input's p")
+    init_seed: Series[int] = pa.Field(ge=0, description="the initialization's seed")
+    a: Series[float] = pa.Field(gt=0, description="the built model's attention gain")
+    m: Series[float] = pa.Field(gt=0, description="the built model's MLP gain")
+    block: Series[int] = pa.Field(ge=0, description="the block b")
+    apjn: Series[float] = _positive("the measured J^{b,0}")
+
+    class Config:
+        metadata = {"path": "apjn/finite_n.csv", "rule": "gather"}
+
+
+class FiniteNCompare(Table):
+    """The finite-N measurement against both closures at log-spaced blocks (apjn/closures.py):
+    ratios measured/theory, mean over initializations with bootstrap confidence intervals."""
+
+    width: Series[int] = pa.Field(ge=1, description="the model width")
+    n_tokens: Series[int] = pa.Field(ge=1, description="the token count N (N + 1 attend)")
+    input: Series[str] = pa.Field(isin=FINITE_N_INPUTS, description="the input kind")
+    block: Series[int] = pa.Field(ge=1, description="the block b of J^{b,0}")
+    inits: Series[int] = pa.Field(ge=1, description="the initializations averaged")
+    apjn_mean: Series[float] = _positive("the measured J^{b,0}, mean over initializations")
+    apjn_released: Series[float] = _positive("the released closure's J^{b,0}")
+    apjn_exact: Series[float] = _positive("the exact closure's J^{b,0}")
+    ratio_released: Series[float] = _positive("measured / released, mean over initializations")
+    ratio_released_lo: Series[float] = _positive("its bootstrap CI's lower end")
+    ratio_released_hi: Series[float] = _positive("its bootstrap CI's upper end")
+    ratio_exact: Series[float] = _positive("measured / exact, mean over initializations")
+    ratio_exact_lo: Series[float] = _positive("its bootstrap CI's lower end")
+    ratio_exact_hi: Series[float] = _positive("its bootstrap CI's upper end")
+    verdict: Series[str] = pa.Field(
+        isin=("exact", "released", "both", "neither"),
+        description="the closures whose ratio CI contains 1 (neither: none does)",
+    )
+
+    class Config:
+        metadata = {"path": "apjn/finite_n_compare.csv", "rule": "apjn_finite_n_compare"}
 
 
 class Trainability(Ids):
@@ -400,8 +494,11 @@ TABLES = (
     Asymptotics,
     DepthLaws,
     PrelnTokens,
+    PrelnCrossovers,
     MeasuredCurves,
     EndToEnd,
+    FiniteN,
+    FiniteNCompare,
     Trainability,
     TuningWindows,
     MatchedPairs,

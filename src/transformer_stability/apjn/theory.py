@@ -40,11 +40,17 @@ class ViTShape:
 
 @dataclass(frozen=True)
 class MeanField:
-    """a = sigma_o^2 sigma_v^2 (attention gain), m = sigma_w1^2 sigma_w2^2 (MLP gain), N tokens."""
+    """a = sigma_o^2 sigma_v^2 (attention gain), m = sigma_w1^2 sigma_w2^2 (MLP gain), N tokens
+    (CLS not counted); `exact` picks the closure of uniform attention (`attention_mixing`)."""
 
     a: float
     m: float
     n_tokens: int
+    exact: bool = False
+
+    @property
+    def mixing(self) -> tuple[float, float]:
+        return attention_mixing(self.n_tokens, self.exact)
 
     @classmethod
     def from_shape(cls, shape: ViTShape) -> MeanField:
@@ -55,6 +61,16 @@ class MeanField:
         sigma_w1 = shape.width * std_mlp**2
         sigma_w2 = shape.mlp_ratio * shape.width * std_mlp**2
         return cls(a=sigma_o2 * sigma_v2, m=sigma_w1 * sigma_w2, n_tokens=shape.n_tokens_total - 1)
+
+
+def attention_mixing(n_tokens: int, exact: bool) -> tuple[float, float]:
+    """(s, x): uniform attention adds a (chi_q s J + chi_p x K) to the same-token channel J and
+    the cross-token channel K alike. Each output is the mean over all N_tot = N + 1 tokens (CLS
+    included), so taken exactly s = 1/N_tot and x = N/N_tot (the N_tot - 1 other tokens); the
+    authors' recursion has s = 1/N and x = 1. Derivation: docs/apjn.md."""
+    if exact:
+        return 1.0 / (n_tokens + 1), n_tokens / (n_tokens + 1)
+    return 1.0 / n_tokens, 1.0
 
 
 @dataclass(frozen=True)
@@ -119,12 +135,12 @@ def forward_log_apjn(traj: Trajectory, mf: MeanField) -> np.ndarray:
     The pair (J, K) is renormalized every block and the scale kept in log form, so very deep or
     strongly subcritical networks never overflow.
     """
-    a, m, n = mf.a, mf.m, mf.n_tokens
+    (s, x), m = mf.mixing, mf.m
     out = np.zeros(traj.depth + 1)
     j, k, log_scale = 1.0, 0.0, 0.0
     for layer in range(traj.depth):
-        cq, cp = traj.chi_q[layer], traj.chi_p[layer]
-        j, k = (1 + a * cq / n) * j + a * cp * k, (1 + a * cp) * k + (a * cq / n) * j
+        mixed = mf.a * (traj.chi_q[layer] * s * j + traj.chi_p[layer] * x * k)
+        j, k = j + mixed, k + mixed
         j *= 1 + 0.5 * m * traj.chi_h_q[layer]
         k *= 1 + m * traj.kappa_prime_h[layer] * traj.chi_h_p[layer]
         log_scale += math.log(j)
@@ -135,14 +151,14 @@ def forward_log_apjn(traj: Trajectory, mf: MeanField) -> np.ndarray:
 
 def backward_log_apjn(traj: Trajectory, mf: MeanField) -> np.ndarray:
     """ln J^{L,b} for b = 0..L (J^{L,L} = 1, K = 0), iterating from the last block down."""
-    a, m, n = mf.a, mf.m, mf.n_tokens
+    (s, x), m = mf.mixing, mf.m
     out = np.zeros(traj.depth + 1)
     j, k, log_scale = 1.0, 0.0, 0.0
     for layer in reversed(range(traj.depth)):
         j *= 1 + 0.5 * m * traj.chi_h_q[layer]
         k *= 1 + m * traj.kappa_prime_h[layer] * traj.chi_h_p[layer]
-        cq, cp = traj.chi_q[layer], traj.chi_p[layer]
-        j, k = (1 + a * cq / n) * j + a * cq * k, (1 + a * cp) * k + (a * cp / n) * j
+        mixed = mf.a * (s * j + x * k)
+        j, k = j + traj.chi_q[layer] * mixed, k + traj.chi_p[layer] * mixed
         log_scale += math.log(j)
         j, k = 1.0, k / j
         out[layer] = log_scale
@@ -160,22 +176,23 @@ class PreLNModes:
     """The two power laws of pre-LN's (J, K) recursion linearised at rho = 1.
 
     With q_l = q0 + c l (c = a + m/2) every block multiplies (J, K) by (1 + m/(2 q_h)) times
-    I + B/q_l, B = a [[1/N, 1], [1/N, 1]]. B has the eigenvalues 0, on (1, -1/N), and
-    lambda = a (1 + 1/N), on (1, 1); all block matrices commute, so J ~ w_- L^zeta_- +
-    w_+ L^zeta_+ with zeta_- = (m/2)/c = m/(m + 2a) and zeta_+ = (m/2 + lambda)/c =
-    1 + a/(N c). Derivation: docs/apjn.md.
+    I + B/q_l, B = a [[s, x], [s, x]] ((s, x): `attention_mixing`). B has the eigenvalues 0, on
+    (x, -s), and lambda = a (s + x), on (1, 1); all block matrices commute, so J ~ w_- L^zeta_-
+    + w_+ L^zeta_+ with zeta_- = (m/2)/c = m/(m + 2a) and zeta_+ = (m/2 + lambda)/c: the
+    authors' closure has lambda = a (1 + 1/N), zeta_+ = 1 + a/(N c); the exact one lambda = a,
+    zeta_+ = 1. Derivation: docs/apjn.md.
     """
 
     zeta_minus: float
     zeta_plus: float
     growth: float  # c = a + m/2, the per-block growth of q at rho = 1
-    attention_eigenvalue: float  # lambda = a (1 + 1/N)
+    attention_eigenvalue: float  # lambda = a (s + x)
 
 
 def preln_modes(mf: MeanField) -> PreLNModes:
-    """zeta_- = m/(m + 2a) and zeta_+ = 1 + a/(N (a + m/2)) of mean-field constants `mf`."""
+    """zeta_- = m/(m + 2a) and zeta_+ = (m/2 + lambda)/(a + m/2) of mean-field constants `mf`."""
     growth = mf.a + 0.5 * mf.m
-    eigenvalue = mf.a * (1.0 + 1.0 / mf.n_tokens)
+    eigenvalue = mf.a * sum(mf.mixing)
     return PreLNModes(
         zeta_minus=0.5 * mf.m / growth,
         zeta_plus=(0.5 * mf.m + eigenvalue) / growth,
@@ -185,9 +202,10 @@ def preln_modes(mf: MeanField) -> PreLNModes:
 
 
 def preln_mode_weights(mf: MeanField, j0: float = 1.0, k0: float = 0.0) -> tuple[float, float]:
-    """(w_-, w_+): the start (J, K) = w_- (1, -1/N) + w_+ (1, 1); (1, 0) gives w_+ = 1/(N+1)."""
-    n = mf.n_tokens
-    w_plus = (j0 + n * k0) / (n + 1)
+    """(w_-, w_+): the start (J, K) = w_- (x, -s)/x + w_+ (1, 1); w_+ = (s j0 + x k0)/(s + x),
+    so (1, 0) gives w_+ = 1/(N+1) = 1/N_tot in both closures."""
+    s, x = mf.mixing
+    w_plus = (s * j0 + x * k0) / (s + x)
     return j0 - w_plus, w_plus
 
 
@@ -227,6 +245,10 @@ def preln_two_mode_log_apjn(
     return mlp + np.logaddexp(math.log(w_minus), math.log(w_plus) + attention)
 
 
+SHARE_BRACKET = (-30.0, 100.0)
+"""ln L bracket of the share-depth root: from far below one block to far beyond any depth."""
+
+
 def preln_share_depth(
     mf: MeanField, q0: float, share: float = 0.5, j0: float = 1.0, k0: float = 0.0
 ) -> float:
@@ -239,14 +261,14 @@ def preln_share_depth(
     modes = preln_modes(mf)
     w_minus, w_plus = preln_mode_weights(mf, j0, k0)
     target = math.log(w_minus / w_plus * share / (1 - share))
-    if target <= 0:
-        return 0.0
     start, shift = q0 / modes.growth, modes.attention_eigenvalue / modes.growth
 
     def gap(log_depth: float) -> float:
         return float(_log_rising_ratio(start, shift, np.array(math.exp(log_depth)))) - target
 
-    return math.exp(brentq(gap, -30.0, 100.0, xtol=1e-12))
+    if gap(SHARE_BRACKET[0]) >= 0:  # at (or within rounding of) that share already
+        return 0.0
+    return math.exp(brentq(gap, *SHARE_BRACKET, xtol=1e-12))
 
 
 def _arcsine_map(rho: float) -> float:
@@ -288,8 +310,10 @@ def end_to_end_log_apjn(
     progress: bool = False,
 ) -> np.ndarray:
     """ln J^{L,0} for every depth L = 0..max_depth: the first L blocks of a deeper net are the
-    L-block net at init, so one forward recursion gives the whole depth curve."""
-    traj = propagate_statistics(norm_kernel(norm, alpha), mf, q0, p0, max_depth, progress)
+    L-block net at init, so one forward recursion gives the whole depth curve. The exact
+    closure (mf.exact) also keeps the statistics' 1/N_tot self-term."""
+    kernel = norm_kernel(norm, alpha)
+    traj = propagate_statistics(kernel, mf, q0, p0, max_depth, progress, self_term=mf.exact)
     return forward_log_apjn(traj, mf)
 
 
@@ -299,6 +323,7 @@ __all__ = [
     "PreLNModes",
     "Trajectory",
     "ViTShape",
+    "attention_mixing",
     "backward_log_apjn",
     "end_to_end_log_apjn",
     "forward_log_apjn",

@@ -8,16 +8,16 @@ from typing import Any
 
 def config_errors(counting: dict[str, Any]) -> list[str]:
     """The fitted exponents need fit_points lengths; C2's classification panel needs a length;
-    the classification bisection needs a bracket."""
+    the regression grid needs a control below the lower bound."""
     theory = counting["theory"]
     lengths = sorted(set(theory["lengths"]))
-    classification = counting["training"]["classification"]
+    ratios = counting["training"]["regression"]["ratios"]
     checks = [
         (
-            classification["low"] < classification["high"],
-            "counting.training.classification.low",
-            f"{classification['low']} is not below counting.training.classification.high "
-            f"({classification['high']}): the bisection needs a bracket",
+            min(ratios) < 1,
+            "counting.training.regression.ratios",
+            f"{sorted(ratios)} has no ratio below 1: no run below the lower bound, so nothing "
+            "could show training exact where the theory forbids it",
         ),
         (
             len(lengths) >= theory["fit_points"],

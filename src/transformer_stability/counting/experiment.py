@@ -1,26 +1,24 @@
-"""Study C training items -> tidy rows: the learned-post-norm model trained on the whole grid,
-B_min found per (L, seed) by bisection on B (every round one batched training of all seeds'
-probes), plus the unconstrained run.
+"""Study C training items -> tidy rows: the learned-post-norm model trained on a grid of norm
+bounds x seeds per (read-out, L), plus unconstrained runs, all in one batched training.
 
-The regression bracket comes from the theory (lower bound, construction), so editing the
-bounds or constructions reruns the regression training jobs.
+The regression bounds are multiples of the theory's lower bound, so editing the lower bounds
+reruns the regression training jobs.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pandas as pd
 import torch
 
-from transformer_stability.counting.bisection import Bracket, probes, update
-from transformer_stability.counting.constructions import construct
-from transformer_stability.counting.items import Bisection, TrainItem
+from transformer_stability.counting.items import TrainItem
 from transformer_stability.counting.model import ModelSpec
 from transformer_stability.counting.tables import Training
 from transformer_stability.counting.theory import lower_bound
-from transformer_stability.counting.training import TrainConfig, train_runs
+from transformer_stability.counting.training import TrainConfig, line_head_margin, train_runs
 from transformer_stability.device import resolve_dtype
 from transformer_stability.tables import select
 
@@ -43,86 +41,65 @@ def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
         final_lr_fraction=item.final_lr_fraction,
         dtype=resolve_dtype(item.dtype),
         device=str(device),
+        edges_only=item.edges_only,
         **extra,
     )
 
 
-def initial_bracket(spec: ModelSpec, bisection: Bisection) -> Bracket:
-    """Regression: (the theory's lower bound, upper_factor x the verified construction's norm);
-    classification: the configured (low, high), whose low is only a floor (probed too)."""
+def bound_scale(spec: ModelSpec) -> float:
+    """What the grid's ratios multiply: the theory's lower bound for regression; NaN for
+    classification, which has none (scaling the head keeps the argmax) and whose grid holds the
+    bounds themselves."""
     if spec.readout == "regression":
-        found = construct(spec, bisection.margin)
-        if found is None:
-            raise RuntimeError(f"no construction to bracket {spec}")
-        low = lower_bound(spec.placement, spec.length, spec.d)
-        return Bracket(low, bisection.upper_factor * found.max_norm)
-    return Bracket(bisection.low, bisection.high, low_proven=False)
+        return lower_bound(spec.placement, spec.length, spec.d)
+    return math.nan
 
 
-def _frame(spec: ModelSpec, runs: list[tuple[float, int]], metrics: dict, **fixed) -> pd.DataFrame:
+def runs_of(item: TrainItem, scale: float) -> list[tuple[float, float, int]]:
+    """(B, ratio, seed) of every run: each grid bound with each seed, then the unconstrained
+    seeds (ratio NaN there and for classification, whose grid holds the bounds themselves)."""
+    runs = []
+    if item.grid is not None:
+        relative = item.grid.relative
+        runs = [
+            (ratio * scale, ratio, seed) if relative else (ratio, math.nan, seed)
+            for ratio in item.grid.ratios
+            for seed in item.seeds
+        ]
+    if item.unconstrained:
+        runs += [(math.inf, math.nan, seed) for seed in item.seeds]
+    return runs
+
+
+def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
+    """training.csv rows of one item: every (B, seed) run of the bound grid and the
+    unconstrained runs (B = inf) of the learned-post-norm model at length L, trained together;
+    `lower_bound` and `ratio` = B / lower bound for regression's constrained runs, and the best
+    head's margin on each classification run's representation."""
+    cfg = train_config(item, device)
+    spec = ModelSpec(TRAINED_PLACEMENT, item.readout, item.width, item.length)
+    scale = bound_scale(spec)
+    runs = runs_of(item, scale)
+    log.info("%s: %d runs x %d steps", item.id, len(runs), cfg.steps)
+    metrics, params = train_runs(spec, [b for b, _, _ in runs], [s for _, _, s in runs], cfg)
+    classification = spec.readout == "classification"
+    best = line_head_margin(spec, params) if classification else np.full(len(runs), np.nan)
+    bounds = np.array([b for b, _, _ in runs])
+    ratios = np.array([r for _, r, _ in runs])
     frame = pd.DataFrame(
         {
             "placement": spec.placement,
             "readout": spec.readout,
             "d": spec.d,
             "L": spec.length,
-            "B": [b for b, _ in runs],
-            "seed": [s for _, s in runs],
+            "B": bounds,
+            "lower_bound": np.where(np.isfinite(ratios), scale, np.nan),
+            "ratio": ratios,
+            "seed": [s for _, _, s in runs],
+            "steps": cfg.steps,
+            "train_points": "edges" if item.edges_only else "grid",
         }
-        | fixed
+        | metrics
+        | {"best_head_margin": best}
     )
-    for key, values in metrics.items():
-        frame[key] = values
-    return frame
-
-
-def bisect(
-    spec: ModelSpec, item: TrainItem, cfg: TrainConfig
-) -> tuple[pd.DataFrame, dict[int, Bracket]]:
-    """Every round's runs (rows) and each seed's final bracket: a seed leaves the batch once
-    its bracket is resolved to the precision or its upper bracket failed."""
-    bisection = item.bisection
-    start = initial_bracket(spec, bisection)
-    brackets = {seed: start for seed in item.seeds}
-    frames = []
-    for round_ in range(1, bisection.max_rounds + 1):
-        open_seeds = [s for s in item.seeds if not brackets[s].done(bisection.precision)]
-        if not open_seeds:
-            break
-        tried = {s: probes(brackets[s], bisection.probes) for s in open_seeds}
-        runs = [(float(b), s) for s in open_seeds for b in tried[s]]
-        log.info("%s round %d: %d runs x %d steps", item.id, round_, len(runs), cfg.steps)
-        metrics, _ = train_runs(spec, [b for b, _ in runs], [s for _, s in runs], cfg)
-        success = (metrics["accuracy"] >= 1.0).reshape(len(open_seeds), -1)
-        for seed, ok in zip(open_seeds, success, strict=True):
-            brackets[seed] = update(brackets[seed], tried[seed], ok)
-        frames.append(
-            _frame(
-                spec,
-                runs,
-                metrics,
-                round=round_,
-                bracket_low=start.low,
-                bracket_high=start.high,
-                steps=cfg.steps,
-            )
-        )
-        log.info("%s after round %d: %s", item.id, round_, brackets)
-    return pd.concat(frames, ignore_index=True), brackets
-
-
-def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
-    """training.csv rows of one item: every bisection run (round >= 1) and the unconstrained
-    runs (round 0, B = inf) of the learned-post-norm model at length L."""
-    cfg = train_config(item, device)
-    spec = ModelSpec(TRAINED_PLACEMENT, item.readout, item.width, item.length)
-    frames = []
-    if item.bisection is not None:
-        frames.append(bisect(spec, item, cfg)[0])
-    if item.unconstrained:
-        runs = [(np.inf, s) for s in item.seeds]
-        log.info("%s unconstrained: %d runs x %d steps", item.id, len(runs), cfg.steps)
-        metrics, _ = train_runs(spec, [np.inf] * len(runs), list(item.seeds), cfg)
-        fixed = {"round": 0, "bracket_low": np.nan, "bracket_high": np.nan, "steps": cfg.steps}
-        frames.append(_frame(spec, runs, metrics, **fixed))
-    return select(pd.concat(frames, ignore_index=True), Training)
+    return select(frame, Training)

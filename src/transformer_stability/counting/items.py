@@ -20,26 +20,22 @@ from transformer_stability.work import TRAIN_FACTOR, Work
 
 
 @dataclass(frozen=True)
-class Bisection:
-    """How B_min of one (L, seed) is bracketed and bisected (counting/bisection.py). The
-    regression bracket is [theory lower bound, upper_factor x construction norm] of the
-    trained placement (computed in the job); classification, which has no lower bound that
-    grows with L, uses the fixed bracket [low, high]."""
+class BoundGrid:
+    """The norm bounds of one read-out's constrained runs, every one trained with every seed (no
+    search, so nothing assumes success monotone in B). Regression: B = ratio x the theory's
+    lower bound at L (computed in the job; ratios below 1 are controls, where no parameters
+    count). Classification: B = ratio itself, since scale invariance leaves it no lower bound."""
 
-    probes: int
-    precision: float
-    max_rounds: int
-    upper_factor: float | None  # regression only
-    margin: float | None  # regression only: the construction's exactness margin
-    low: float | None  # classification only
-    high: float | None
+    ratios: tuple[float, ...]  # classification: the bounds themselves
+    relative: bool  # True: ratios multiply the lower bound (regression)
 
 
 @dataclass(frozen=True)
 class TrainItem:
-    """One read-out at one length L, all seeds batched: the bisection for B_min (if L is a
-    constrained length; every round one batched training) and the unconstrained run (if L is
-    an unconstrained length)."""
+    """One read-out at one length L, all runs in one batched training: every bound of the grid
+    with every seed (if L is a constrained length) and the unconstrained runs (if L is an
+    unconstrained length); classification may train on the grid's edges only (evaluated on the
+    whole grid either way)."""
 
     readout: str
     length: int
@@ -52,8 +48,9 @@ class TrainItem:
     logit_scale: float | None  # classification only (None: regression, which has no logits)
     final_logit_scale: float | None
     dtype: str  # float32 | float64, resolved to a torch dtype in the job
-    bisection: Bisection | None  # None: not a constrained length
+    grid: BoundGrid | None  # None: not a constrained length
     unconstrained: bool
+    edges_only: bool  # train on m = 0 and c + m = L only
 
     @property
     def id(self) -> str:
@@ -72,6 +69,7 @@ class TheoryItem:
     d: int
     lengths: tuple[int, ...]
     classification_max_length: int
+    margin_lp_max_length: int
     margin: float
     seed: int  # provenance only: the bounds and constructions are deterministic
 
@@ -100,21 +98,6 @@ class GeometryItem:
     @property
     def provenance(self) -> dict[str, int | str]:
         return {"seed": self.seed, "dtype": "float64"}
-
-
-def _bisection(counting: dict[str, Any], readout: str) -> Bisection:
-    training = counting["training"]
-    shared, sweep = training["bisection"], training[readout]
-    regression = readout == "regression"
-    return Bisection(
-        probes=shared["probes"],
-        precision=shared["precision"],
-        max_rounds=shared["max_rounds"],
-        upper_factor=sweep["upper_factor"] if regression else None,
-        margin=counting["theory"]["margin"] if regression else None,
-        low=None if regression else sweep["low"],
-        high=None if regression else sweep["high"],
-    )
 
 
 @dataclass(frozen=True)
@@ -149,7 +132,7 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
     for readout in READOUTS:
         sweep = training[readout]
         classification = readout == "classification"
-        bisection = _bisection(counting, readout)
+        grid = BoundGrid(tuple(sweep["bounds" if classification else "ratios"]), not classification)
         for length in sorted(set(sweep["lengths"]) | set(sweep["unconstrained_lengths"])):
             items.append(
                 TrainItem(
@@ -164,25 +147,25 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
                     logit_scale=training["logit_scale"] if classification else None,
                     final_logit_scale=training["final_logit_scale"] if classification else None,
                     dtype=training["dtype"],
-                    bisection=bisection if length in sweep["lengths"] else None,
+                    grid=grid if length in sweep["lengths"] else None,
                     unconstrained=length in sweep["unconstrained_lengths"],
+                    edges_only=classification and sweep["edges_only"],
                 )
             )
     return items
 
 
 def train_work(item: TrainItem) -> Work:
-    """One full-batch training per bisection round (probes x seeds runs) and the unconstrained
-    run (seeds runs, counted as many as a round's): sequential steps bound it. Per grid point
-    and run a forward costs about 20 d (scores of the two token kinds, softmax weights, norm)
-    plus 2 K d for a K-way read-out."""
-    rounds = (item.bisection.max_rounds if item.bisection else 0) + item.unconstrained
-    probes = item.bisection.probes if item.bisection else 1
-    points = (item.length + 1) * (item.length + 2) // 2
+    """One full-batch training of every run (grid bounds x seeds, plus the unconstrained
+    seeds): sequential steps bound it. Per training point and run a forward costs about 20 d
+    (scores of the two token kinds, softmax weights, norm) plus 2 K d for a K-way read-out."""
+    runs = len(item.seeds) * ((len(item.grid.ratios) if item.grid else 0) + item.unconstrained)
+    full = (item.length + 1) * (item.length + 2) // 2
+    points = 2 * (item.length + 1) if item.edges_only else full
     classes = item.length + 1 if item.readout == "classification" else 1
-    per_step = len(item.seeds) * probes * points * (20 + 2 * classes) * item.width
-    what = f"{rounds} trainings x {item.steps} steps, {points} grid points, {item.readout}"
-    return Work(TRAIN_FACTOR * per_step * item.steps * rounds, item.steps * rounds, what)
+    per_step = runs * points * (20 + 2 * classes) * item.width
+    what = f"{runs} runs x {item.steps} steps, {points} points, {item.readout}"
+    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what)
 
 
 def theory_items(counting: dict[str, Any], seed: int) -> list[TheoryItem]:
@@ -193,6 +176,7 @@ def theory_items(counting: dict[str, Any], seed: int) -> list[TheoryItem]:
             d=d,
             lengths=tuple(theory["lengths"]),
             classification_max_length=theory["classification_max_length"],
+            margin_lp_max_length=theory["margin_lp_max_length"],
             margin=theory["margin"],
             seed=seed,
         )
@@ -207,7 +191,14 @@ def geometry_item(counting: dict[str, Any], seed: int) -> GeometryItem:
 
 
 _THEORY = tuple(
-    f"counting.theory.{key}" for key in ("widths", "lengths", "classification_max_length", "margin")
+    f"counting.theory.{key}"
+    for key in (
+        "widths",
+        "lengths",
+        "classification_max_length",
+        "margin_lp_max_length",
+        "margin",
+    )
 )
 
 SWEEPS = (
@@ -219,7 +210,7 @@ SWEEPS = (
         {
             "theory": "counting/bmin_theory",
             "walls": "counting/walls",
-            "precision": "counting/precision",
+            "precision": "counting/construction_precision",
         },
         settings=("seed", *_THEORY),
         gpu=False,
@@ -230,7 +221,7 @@ SWEEPS = (
         train_items,
         {"table": "counting/training"},
         work=train_work,
-        settings=("device", "seed", "counting.training", "counting.theory.margin"),
+        settings=("device", "seed", "counting.training"),
     ),
 )
 
@@ -241,6 +232,8 @@ SETTINGS = {
     "counting/geometry.csv": (*_FIRST_WIDTH, "counting.geometry_length", "counting.theory.margin"),
     "counting/residual.csv": (*_FIRST_WIDTH, "counting.residual"),
     "counting/reference_slopes.csv": ("seed",),
+    "counting/success.csv": ("seed",),
+    "counting/precision.csv": ("seed",),
     "counting/empirical_bmin.csv": ("seed", "counting.theory.fit_points"),
     "counting/rates.csv": ("seed", "counting.theory.fit_points"),
     "counting/exponents.csv": ("seed",),

@@ -1,6 +1,7 @@
 """Study C rates and laws, computed from the theory and training tables for the figures to draw:
-the empirical B_min, fitted and predicted exponents of B_min(L), the C5 exponent table and the
-reference power laws of C2. Torch-free and construction-free."""
+the success fractions of the bound grid and the empirical B_min, fitted and predicted exponents
+of B_min(L), the C5 exponent table, the reference power laws of C2 and the precision table that
+sets trained classifiers beside the constructions. Torch-free and construction-free."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import pandas as pd
 
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.tables import (
+    QUORUM,
     SOURCES,
     EmpiricalBmin,
     Exponents,
+    Precision,
     Rates,
     ReferenceSlopes,
+    Success,
 )
 from transformer_stability.counting.theory import fit_window, fitted_exponent, predicted_exponent
 from transformer_stability.tables import columns_of, select
@@ -26,47 +30,79 @@ REFERENCE_PLACEMENTS = ("none", "post_bare", "post_learned")
 REFERENCE_OFFSET = 1.6  # reference lines pass this factor above the construction's last point
 
 
-def _seed_bracket(runs: pd.DataFrame) -> tuple[float, float]:
-    """(largest B known to fail below the smallest success, smallest success) of one seed's
-    bisection runs; (upper bracket, inf) when nothing succeeded."""
-    ok = runs.loc[runs["accuracy"] >= 1.0, "B"]
-    if ok.empty:
-        return float(runs["B"].max()), math.inf
-    high = float(ok.min())
-    failed = runs.loc[(runs["accuracy"] < 1.0) & (runs["B"] < high), "B"]
-    low = float(failed.max()) if len(failed) else float(runs["bracket_low"].iloc[0])
-    return min(low, high), high
+def precision_table(constructions: pd.DataFrame, training: pd.DataFrame) -> pd.DataFrame:
+    """precision.csv: every construction (its float64 and float32 rows side by side) and every
+    classification run, with storage, exactness in both formats, the relative margin and the
+    best head's on the same representation. A run stores what its construction of the same
+    (placement, read-out, d, L) stores."""
+    keys = ["placement", "readout", "d", "L"]
+    f64 = constructions[constructions["format"] == "float64"].set_index(keys)
+    f32 = constructions[constructions["format"] == "float32"].set_index(keys)
+    built = f64.assign(
+        source="construction", B=f64["max_norm"], seed=np.nan, accuracy_float32=f32["accuracy"]
+    ).reset_index()
+    runs = training[training["readout"] == "classification"]
+    stored = f64["parameters"].reindex(pd.MultiIndex.from_frame(runs[keys]))
+    trained = runs.assign(
+        source="training", parameters=stored.to_numpy(), max_norm=runs["max_vector_norm"]
+    )
+    trained = trained[trained["parameters"].notna()]
+    return select(pd.concat([built, trained], ignore_index=True), Precision)
 
 
-def empirical_bmin(training: pd.DataFrame) -> pd.DataFrame:
-    """B_min(L) of the bisection: the smallest B at which some seed counts the whole grid
-    exactly, with the bracket below it (bmin_low: a failed probe or the theory's lower bound,
-    which regression's bracket starts from, so ratio = bmin / lower_bound; bmin_low = bmin when
-    the classification floor itself succeeded: B_min <= bmin); bmin = inf and reached = False
-    only when every seed failed at the upper bracket."""
-    constrained = training[training["round"] > 0]
+def success_table(training: pd.DataFrame) -> pd.DataFrame:
+    """success.csv: per (read-out, L, B) of the bound grid, how many seeds count the whole grid
+    exactly and that fraction; the unconstrained runs are left out."""
+    constrained = training[np.isfinite(training["B"])]
+    keys = ["placement", "readout", "d", "L", "B"]
+    grouped = constrained.groupby(keys, dropna=False)
+    table = grouped.agg(
+        lower_bound=("lower_bound", "first"),
+        ratio=("ratio", "first"),
+        seeds=("seed", "nunique"),
+        exact=("accuracy", lambda a: int((a >= 1.0).sum())),
+    ).reset_index()
+    return select(table.assign(fraction=table["exact"] / table["seeds"]), Success)
+
+
+def _seed_minimum(runs: pd.DataFrame) -> float:
+    """The smallest B at which one seed counts exactly (inf if at none)."""
+    exact = runs.loc[runs["accuracy"] >= 1.0, "B"]
+    return float(exact.min()) if len(exact) else math.inf
+
+
+def empirical_bmin(training: pd.DataFrame, success: pd.DataFrame) -> pd.DataFrame:
+    """B_min(L) of the regression grid: the smallest B at which at least QUORUM of the seeds
+    count the whole grid exactly (inf if at none; no monotonicity in B assumed: a larger B that
+    fails does not move it), with the fraction there, the spread of the seeds' own smallest
+    exact B, and the exact runs below the theory's lower bound (which no parameters reach)."""
+    graded = success[np.isfinite(success["lower_bound"])]
     rows = []
-    for (placement, readout, d, length), part in constrained.groupby(
-        ["placement", "readout", "d", "L"]
-    ):
-        per_seed = {seed: _seed_bracket(runs) for seed, runs in part.groupby("seed")}
-        low, high = min(per_seed.values(), key=lambda bracket: (bracket[1], -bracket[0]))
-        bound = float(part["bracket_low"].iloc[0]) if readout == "regression" else math.nan
+    for (placement, readout, d, length), part in graded.groupby(["placement", "readout", "d", "L"]):
+        part = part.sort_values("B")
+        passed = part[part["fraction"] >= QUORUM]
+        bound = float(part["lower_bound"].iloc[0])
+        bmin = float(passed["B"].iloc[0]) if len(passed) else math.inf
+        runs = training[
+            (training["readout"] == readout) & (training["L"] == length) & (training["d"] == d)
+        ]
+        runs = runs[np.isfinite(runs["B"])]
+        per_seed = [_seed_minimum(r) for _, r in runs.groupby("seed")]
         rows.append(
             {
                 "placement": placement,
                 "readout": readout,
                 "d": d,
                 "L": length,
-                "bmin": high,
-                "bmin_low": low,
                 "lower_bound": bound,
-                "ratio": high / bound,
-                "bracket_high": float(part["bracket_high"].iloc[0]),
-                "reached": math.isfinite(high),
-                "seeds_reached": sum(math.isfinite(h) for _, h in per_seed.values()),
-                "runs": len(part),
-                "rounds": int(part["round"].max()),
+                "bmin": bmin,
+                "ratio": bmin / bound,
+                "fraction": float(passed["fraction"].iloc[0]) if len(passed) else math.nan,
+                "seed_bmin_low": min(per_seed),
+                "seed_bmin_high": max(per_seed),
+                "exact_below_bound": int(part.loc[part["B"] < bound, "exact"].sum()),
+                "bounds": len(part),
+                "seeds": int(part["seeds"].max()),
             }
         )
     return pd.DataFrame(rows, columns=columns_of(EmpiricalBmin))
@@ -88,11 +124,22 @@ def _rate_row(placement: str, readout: str, source: str, part: pd.DataFrame, poi
     }
 
 
+def _training_rows(placement: str, readout: str, part: pd.DataFrame, points: int) -> list[dict]:
+    """The trained B_min's fit and the lower bound's fit over the very same lengths (source
+    training_bound): a local slope of the bound, not its asymptote, is what training can
+    match over a short window."""
+    trained = _rate_row(placement, readout, "training", part, points)
+    window = part[part["L"].between(trained["fit_from"], trained["fit_to"])]
+    bound = window.assign(bmin=window["lower_bound"])
+    return [trained, _rate_row(placement, readout, "training_bound", bound, len(window))]
+
+
 def rates_table(
     theory: pd.DataFrame, empirical: pd.DataFrame, precision: pd.DataFrame, fit_points: int
 ) -> pd.DataFrame:
     """Fitted exponents of B_min(L) over the last `fit_points` finite points of each curve,
-    next to the theory's prediction (softmax attention, smallest width), with the window; and
+    next to the theory's prediction (softmax attention, smallest width), with the window; the
+    trained B_min's beside the lower bound's on the same window; and
     the rate of the classification constructions' relative logit margin in float64 (source
     "margin", no prediction)."""
     rows = []
@@ -102,10 +149,10 @@ def rates_table(
             continue  # bare pre-norm has a wall, not a rate
         rows.append(_rate_row(placement, readout, source, part.sort_values("L"), fit_points))
     for (placement, readout), part in empirical.groupby(["placement", "readout"]):
-        rows.append(_rate_row(placement, readout, "training", part.sort_values("L"), fit_points))
+        rows += _training_rows(placement, readout, part.sort_values("L"), fit_points)
     margins = precision[
         (precision["readout"] == "classification")
-        & (precision["format"] == "float64")
+        & (precision["source"] == "construction")
         & (precision["d"] == precision["d"].min())
     ]
     for placement, part in margins.groupby("placement"):

@@ -17,9 +17,20 @@ from transformer_stability.counting.constructions import HALF, construct, grid_e
 from transformer_stability.counting.items import GeometryItem, ResidualItem, TheoryItem
 from transformer_stability.counting.model import ModelSpec, grid_representation
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
-from transformer_stability.counting.precision import FORMATS, grid_margins, parameter_count
-from transformer_stability.counting.tables import BminTheory, Geometry, Precision, Residual, Walls
+from transformer_stability.counting.precision import (
+    FORMATS,
+    grid_margins,
+    parameter_count,
+)
+from transformer_stability.counting.tables import (
+    BminTheory,
+    ConstructionPrecision,
+    Geometry,
+    Residual,
+    Walls,
+)
 from transformer_stability.counting.theory import lower_bound, prenorm_wall
+from transformer_stability.counting.training import line_head_margin
 from transformer_stability.tables import columns_of, select
 
 log = logging.getLogger(__name__)
@@ -27,13 +38,19 @@ log = logging.getLogger(__name__)
 RESIDUAL_PLACEMENTS = ("none", "post_bare", "post_learned")
 
 
-def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | None) -> float:
+def _checked(
+    spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | None, lp_max_length: int = 0
+) -> float:
     """Norm of the spec's construction (inf if none exists), after checking that it counts
     the whole grid exactly in float64; appends its storage and margins in every float format
-    to `precision` (None: float64 only, nothing recorded)."""
+    to `precision` (None: float64 only, nothing recorded), with the best head's margin on its
+    representation for classification up to lp_max_length."""
     found = construct(spec, margin)
     if found is None:
         return math.inf
+    best = math.nan
+    if spec.readout == "classification" and spec.length <= lp_max_length:
+        best = line_head_margin(spec, found.params)[0]
     base = {
         "placement": spec.placement,
         "readout": spec.readout,
@@ -41,6 +58,7 @@ def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | N
         "L": spec.length,
         "parameters": parameter_count(spec),
         "max_norm": found.max_norm,
+        "best_head_margin": best,
     }
     formats = FORMATS if precision is not None else {"float64": FORMATS["float64"]}
     for name, dtype in formats.items():
@@ -53,7 +71,7 @@ def _checked(spec: ModelSpec, margin: float, precision: list[dict[str, Any]] | N
 
 
 def _theory_rows(
-    placement: str, d: int, length: int, margin: float, precision: list[dict[str, Any]]
+    placement: str, d: int, length: int, margin: float, precision: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]]:
     """Lower bound and construction of the softmax regression model at one (placement, d, L)."""
     base = {
@@ -76,7 +94,8 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
     (per placement, attention, read-out and L the reduced-problem lower bound and the verified
     construction; inf where no B suffices: pre-norm past its wall), the wall, and precision.csv
     rows (storage and float32/float64 margins of every softmax construction up to
-    classification_max_length)."""
+    classification_max_length, and the best head's margin on each classification
+    construction's representation up to margin_lp_max_length)."""
     d, margin, rows, precision = item.d, item.margin, [], []
     for placement in PLACEMENTS:
         for length in item.lengths:
@@ -92,7 +111,7 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
                         "d": d,
                         "L": length,
                         "bound": "construction",
-                        "bmin": _checked(spec, margin, precision),
+                        "bmin": _checked(spec, margin, precision, item.margin_lp_max_length),
                     }
                 )
             if placement == "none":
@@ -112,7 +131,7 @@ def theory_tables(item: TheoryItem) -> dict[str, pd.DataFrame]:
     return {
         "theory": pd.DataFrame(rows, columns=columns_of(BminTheory)),
         "walls": wall_table(item),
-        "precision": pd.DataFrame(precision, columns=columns_of(Precision)),
+        "precision": pd.DataFrame(precision, columns=columns_of(ConstructionPrecision)),
     }
 
 

@@ -20,3 +20,10 @@ PLACEMENT_COLORS: dict[Placement, str] = {
     "post_learned": "tab:green",
 }
 READOUT_COLORS: dict[Readout, str] = {"regression": "tab:red", "classification": "tab:blue"}
+PLACEMENT_MARKERS: dict[Placement, str] = {
+    "none": "o",
+    "pre_bare": "s",
+    "pre_learned": "^",
+    "post_bare": "D",
+    "post_learned": "v",
+}

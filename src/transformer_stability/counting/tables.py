@@ -15,7 +15,8 @@ from transformer_stability.tables import INF, Table
 
 REGRESSION_RATE_PLACEMENTS = 4  # counting/rates.py: every placement but bare pre-norm
 REFERENCE_PLACEMENTS = 3  # counting/rates.py: none, post_bare, post_learned
-SOURCES = ("lower_bound", "construction", "training")
+QUORUM = 0.5  # trained B_min: the smallest grid bound with at least this fraction of seeds exact
+SOURCES = ("lower_bound", "construction", "training", "training_bound")
 
 
 def _positive(description: str, inf: bool = True) -> Any:
@@ -84,13 +85,19 @@ class Residual(Table):
         return 6 * len(set(config["counting"]["residual"]["errors"])) + 1
 
 
-class Precision(Construction):
+class ConstructionPrecision(Construction):
     """The constructions evaluated in float32 and float64."""
 
     d: Series[int] = pa.Field(ge=1, description="the width")
     L: Series[int] = pa.Field(ge=1, description="the sequence length")
     parameters: Series[int] = pa.Field(ge=1, description="the parameter count")
     max_norm: Series[float] = _positive("the largest norm", inf=False)
+    best_head_margin: Series[float] = pa.Field(
+        ge=0,
+        nullable=True,
+        description="the best head's relative margin on this representation (LP on m = 0); "
+        "NaN: regression or past margin_lp_max_length",
+    )
     format: Series[str] = pa.Field(isin=("float32", "float64"), description="the format")
     accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy on the grid")
     margin: Series[float] = pa.Field(
@@ -102,21 +109,57 @@ class Precision(Construction):
     )
 
     class Config:
-        metadata = {"path": "counting/precision.csv", "rule": "gather"}
+        metadata = {"path": "counting/construction_precision.csv", "rule": "gather"}
+
+
+class Precision(Construction):
+    """Storage and precision of every construction and every trained model, side by side: the
+    relative margin in float64, the best head's on the same representation, and exactness in
+    float64 and float32."""
+
+    source: Series[str] = pa.Field(
+        isin=("construction", "training"), description="an explicit construction or a run"
+    )
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    B: Series[float] = _positive("the run's bound (inf: unconstrained); a construction's norm")
+    seed: Series[float] = pa.Field(nullable=True, description="the run's seed; NaN: construction")
+    parameters: Series[int] = pa.Field(ge=1, description="the parameter count")
+    max_norm: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="the largest vector norm"
+    )
+    accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy in float64")
+    accuracy_float32: Series[float] = pa.Field(ge=0, le=1, description="the same in float32")
+    relative_margin: Series[float] = pa.Field(
+        ge=0, nullable=True, metadata=INF, description="float64; NaN: not exact"
+    )
+    best_head_margin: Series[float] = pa.Field(
+        ge=0, nullable=True, description="the best head's on the representation; NaN: not run"
+    )
+
+    class Config:
+        metadata = {"path": "counting/precision.csv", "rule": "counting_precision"}
 
 
 class Training(Construction):
-    """Every training run of the B_min bisection; the rows carry their own seeds."""
+    """Every training run: each (B, seed) of the bound grid and the unconstrained runs; the rows
+    carry their own seeds."""
 
     d: Series[int] = pa.Field(ge=1, description="the width")
     L: Series[int] = pa.Field(ge=1, description="the sequence length")
-    B: Series[float] = _positive("the norm budget; inf: the unconstrained run")
+    B: Series[float] = _positive("the norm budget; inf: an unconstrained run")
+    lower_bound: Series[float] = pa.Field(
+        gt=0, nullable=True, description="the theory's lower bound at L; NaN: no ratio"
+    )
+    ratio: Series[float] = pa.Field(
+        gt=0, nullable=True, description="B / lower_bound; NaN: classification, unconstrained"
+    )
     seed: Series[int] = pa.Field(description="the run's seed")
-    round: Series[int] = pa.Field(ge=0, description="0: the unconstrained run; 1, 2, ...: rounds")
-    bracket_low: Series[float] = pa.Field(gt=0, nullable=True, description="NaN: unconstrained")
-    bracket_high: Series[float] = pa.Field(gt=0, nullable=True, description="NaN: unconstrained")
     steps: Series[int] = pa.Field(ge=0, description="the steps run")
-    accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy")
+    train_points: Series[str] = pa.Field(
+        isin=("grid", "edges"), description="trained on the whole grid or on m = 0, c + m = L"
+    )
+    accuracy: Series[float] = pa.Field(ge=0, le=1, description="the accuracy on the whole grid")
     balanced_accuracy: Series[float] = pa.Field(ge=0, le=1, description="the balanced accuracy")
     first_failing_count: Series[float] = pa.Field(
         ge=0, nullable=True, description="NaN: every count correct"
@@ -130,6 +173,15 @@ class Training(Construction):
     logit_margin: Series[float] = _free("NaN: regression, diverged")
     relative_margin: Series[float] = pa.Field(
         ge=0, nullable=True, metadata=INF, description="NaN: not exact"
+    )
+    accuracy_float32: Series[float] = pa.Field(
+        ge=0, le=1, description="the accuracy with parameters and forward in float32"
+    )
+    best_head_margin: Series[float] = pa.Field(
+        ge=0,
+        nullable=True,
+        description="the best head's relative margin on the run's "
+        "representation (LP on m = 0); NaN: regression",
     )
 
     class Config:
@@ -150,33 +202,60 @@ class Geometry(Construction):
         metadata = {"path": "counting/geometry.csv", "rule": "counting_geometry"}
 
 
-class EmpiricalBmin(Construction):
-    """Empirical B_min of the training bisection per (read-out, L)."""
+class Success(Construction):
+    """Per (read-out, L, B) of the bound grid: the seeds that count the whole grid exactly."""
 
     d: Series[int] = pa.Field(ge=1, description="the width")
     L: Series[int] = pa.Field(ge=1, description="the sequence length")
-    bmin: Series[float] = _positive("inf: training failed at the upper bracket for every seed")
-    bmin_low: Series[float] = _positive("the largest B known to fail below bmin")
+    B: Series[float] = _positive("the norm budget", inf=False)
     lower_bound: Series[float] = pa.Field(
-        gt=0, nullable=True, description="the theory's bound; NaN: classification"
+        gt=0, nullable=True, description="the theory's lower bound; NaN: classification"
     )
-    ratio: Series[float] = pa.Field(
-        ge=0, nullable=True, metadata=INF, description="bmin / lower_bound"
+    ratio: Series[float] = pa.Field(gt=0, nullable=True, description="B / lower_bound")
+    seeds: Series[int] = pa.Field(ge=1, description="the seeds trained at this B")
+    exact: Series[int] = pa.Field(ge=0, description="the seeds exact on the whole grid")
+    fraction: Series[float] = pa.Field(ge=0, le=1, description="exact / seeds")
+
+    class Config:
+        metadata = {"path": "counting/success.csv", "rule": "counting_rates"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """One row per constrained (read-out, L, grid bound)."""
+        training = config["counting"]["training"]
+        grids = {"regression": "ratios", "classification": "bounds"}
+        return sum(
+            len(set(training[r]["lengths"])) * len(set(training[r][grids[r]])) for r in READOUTS
+        )
+
+
+class EmpiricalBmin(Construction):
+    """Trained regression B_min per L: the smallest grid bound where at least half the seeds
+    are exact."""
+
+    d: Series[int] = pa.Field(ge=1, description="the width")
+    L: Series[int] = pa.Field(ge=1, description="the sequence length")
+    lower_bound: Series[float] = _positive("the theory's lower bound", inf=False)
+    bmin: Series[float] = _positive("inf: no grid bound reaches the quorum")
+    ratio: Series[float] = _positive("bmin / lower_bound")
+    fraction: Series[float] = pa.Field(
+        ge=0, le=1, nullable=True, description="the exact fraction at bmin; NaN: none"
     )
-    bracket_high: Series[float] = _positive("the bracket's upper end")
-    reached: Series[bool] = pa.Field(description="whether some seed reached the target")
-    seeds_reached: Series[int] = pa.Field(ge=0, description="the seeds that reached it")
-    runs: Series[int] = pa.Field(ge=1, description="the runs")
-    rounds: Series[int] = pa.Field(ge=1, description="the bisection rounds")
+    seed_bmin_low: Series[float] = _positive("the smallest of the seeds' own smallest exact B")
+    seed_bmin_high: Series[float] = _positive("the largest of them; inf: a seed never exact")
+    exact_below_bound: Series[int] = pa.Field(
+        ge=0, description="exact runs below the lower bound (impossible: a bug if not 0)"
+    )
+    bounds: Series[int] = pa.Field(ge=1, description="the grid's bounds")
+    seeds: Series[int] = pa.Field(ge=1, description="the seeds per bound")
 
     class Config:
         metadata = {"path": "counting/empirical_bmin.csv", "rule": "counting_rates"}
 
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
-        """One row per bisected (read-out, L)."""
-        training = config["counting"]["training"]
-        return sum(len(set(training[r]["lengths"])) for r in READOUTS)
+        """One row per constrained regression length."""
+        return len(set(config["counting"]["training"]["regression"]["lengths"]))
 
 
 class Rates(Construction):
@@ -184,7 +263,8 @@ class Rates(Construction):
 
     source: Series[str] = pa.Field(
         isin=(*SOURCES, "margin"),
-        description="margin: the classification constructions' relative logit margin",
+        description="margin: the classification constructions' relative logit margin; "
+        "training_bound: the lower bound on the training fit's lengths",
     )
     fitted_exponent: Series[float] = _free("NaN: fewer than 2 finite points")
     predicted_exponent: Series[float] = pa.Field(
@@ -201,10 +281,10 @@ class Rates(Construction):
     def rows(cls, config: Mapping[str, Any]) -> int:
         """Regression: lower bound and construction of every placement with a rate;
         classification: the construction's norm and relative margin of every placement (if any
-        length has one); training: one per read-out."""
+        length has one); the trained regression B_min and the lower bound on its window."""
         theory = config["counting"]["theory"]
         classification = len(PLACEMENTS) if _classified(theory) else 0
-        return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + len(READOUTS)
+        return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + 2
 
 
 class Exponents(Construction):
@@ -215,11 +295,13 @@ class Exponents(Construction):
     lower_bound: Series[float] = _free("the lower bound's fitted exponent")
     construction: Series[float] = _free("the construction's fitted exponent")
     training: Series[float] = _free("training's fitted exponent")
+    training_bound: Series[float] = _free("the lower bound's, on the training fit's lengths")
     lower_bound_window: Series[str] = pa.Field(
         nullable=True, description="the fit's window, '16-64, 3 pts'; empty: no fit"
     )
     construction_window: Series[str] = pa.Field(nullable=True, description="the same")
     training_window: Series[str] = pa.Field(nullable=True, description="the same")
+    training_bound_window: Series[str] = pa.Field(nullable=True, description="the same")
     note: Series[str] = pa.Field(nullable=True, description="the wall's note")
 
     class Config:
@@ -247,9 +329,11 @@ TABLES = (
     BminTheory,
     Walls,
     Residual,
-    Precision,
+    ConstructionPrecision,
     Training,
+    Precision,
     Geometry,
+    Success,
     EmpiricalBmin,
     Rates,
     Exponents,

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer_stability.counting.grid import balanced_weights, grid_points
-from transformer_stability.counting.model import ModelSpec, Params, grid_forward
+from transformer_stability.counting.grid import balanced_weights, extreme_points, grid_points
+from transformer_stability.counting.margins import best_head_margin
+from transformer_stability.counting.model import (
+    ModelSpec,
+    Params,
+    grid_forward,
+    grid_representation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +39,7 @@ class TrainConfig:
     final_logit_scale: float = 100.0
     dtype: torch.dtype = torch.float64
     device: str = "cpu"
+    edges_only: bool = False  # train on m = 0 and c + m = L (evaluation: the whole grid)
 
 
 def init_params(spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: str) -> Params:
@@ -191,7 +198,7 @@ def cosine_lr(step: int, total: int, final_fraction: float) -> float:
 def evaluate(
     spec: ModelSpec, params: Params, c: torch.Tensor, m: torch.Tensor
 ) -> dict[str, np.ndarray]:
-    """Exact-count metrics on the whole grid per run: accuracy, count-balanced accuracy, the
+    """Exact-count metrics on the grid points (c, m) per run: accuracy, count-balanced accuracy, the
     smallest count with an error (nan if none), the largest trainable-vector norm, and how
     close to the exactness criterion the run is: the largest |y - c| (regression; exact iff
     < 1/2) or the smallest logit margin, true logit minus the best other (classification;
@@ -232,16 +239,24 @@ def logit_margins(logits: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     return true - others.amax(-1)
 
 
+def float32_accuracy(spec: ModelSpec, params: Params, c: torch.Tensor, m: torch.Tensor):
+    """Grid accuracy per run with the parameters rounded to float32 and the forward in float32:
+    whether the trained model's margin survives float32."""
+    return evaluate(spec, params.map(lambda t: t.to(torch.float32)), c, m)["accuracy"]
+
+
 def train_runs(
     spec: ModelSpec, bounds: list[float], seeds: list[int], cfg: TrainConfig, progress: bool = False
 ) -> tuple[dict[str, np.ndarray], Params]:
     """Train len(bounds) runs (run r: bound bounds[r], seed seeds[r]; inf = unconstrained)
-    together on the full grid of spec.length: projected Adam with cosine decay and normalised
-    steps (lr x B: every step moves a vector by the same fraction of its allowed norm, so the
-    landscape looks alike at every B; unconstrained runs: lr x 1, whatever L); regression
-    minimises an annealed p-mean error, classification a cross-entropy with a ramped logit
-    scale."""
-    c_np, m_np = grid_points(spec.length)
+    together on the full grid of spec.length (or its edges, cfg.edges_only): projected Adam
+    with cosine decay and normalised steps (lr x B: every step moves a vector by the same
+    fraction of its allowed norm, so the landscape looks alike at every B; unconstrained runs:
+    lr x 1, whatever L); regression minimises an annealed p-mean error, classification a
+    cross-entropy with a ramped logit scale. Metrics on the whole grid, in cfg.dtype and in
+    float32 (`accuracy_float32`)."""
+    points = extreme_points if cfg.edges_only else grid_points
+    c_np, m_np = points(spec.length)
     c = torch.from_numpy(c_np).to(cfg.device)
     m = torch.from_numpy(m_np).to(cfg.device)
     w = torch.from_numpy(balanced_weights(c_np, spec.length)).to(cfg.device, cfg.dtype)
@@ -271,4 +286,15 @@ def train_runs(
             packed.project_(bound)
     packed.buffer.requires_grad_(False)
     params = packed.params()
-    return evaluate(spec, params, c, m), params
+    c, m = (torch.from_numpy(v).to(cfg.device) for v in grid_points(spec.length))
+    metrics = evaluate(spec, params, c, m)
+    return metrics | {"accuracy_float32": float32_accuracy(spec, params, c, m)}, params
+
+
+def line_head_margin(spec: ModelSpec, params: Params) -> list[float]:
+    """Per run: the largest relative logit margin any head reaches on the run's representation
+    psi(z(c, 0)), c = 0..L (margins.py; an upper bound for the whole grid)."""
+    c = torch.arange(spec.length + 1)
+    with torch.no_grad():
+        rep = grid_representation(spec, params.map(lambda t: t.double()), c, torch.zeros_like(c))
+    return [best_head_margin(r, c.numpy(), spec.n_classes) for r in rep.cpu().numpy()]

@@ -15,6 +15,7 @@ from transformer_stability.numerics.style import (
     ALPHA_CMAP,
     NUMERICS_NORM_COLORS,
     OMEGA_LABELS,
+    SOFTMAX_FORMAT_COLORS,
     SOFTMAX_MODE_COLORS,
     SOURCE_COLORS,
 )
@@ -204,10 +205,12 @@ def norms_figure(table: pd.DataFrame) -> Figure:
 
 
 def softmax_figure(table: pd.DataFrame) -> Figure:
-    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset."""
+    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset (the
+    emulated format); the sink rows through real torch casts, subnormals included."""
     set_style()
-    med = table.groupby(["sweep", "mode", "metric", "p_max", "offset"])[["measured", "bound"]]
-    med = med.median().reset_index()
+    emulated = table.format.str.fullmatch(r"m\d+") | (table["mode"] == "propagation")
+    med = table[emulated].groupby(["sweep", "mode", "metric", "p_max", "offset"])
+    med = med[["measured", "bound"]].median().reset_index()
     sink, offset = med[med.sweep == "sink"], med[med.sweep == "offset"]
     if sink.empty or offset.empty:
         missing = " and ".join(
@@ -216,7 +219,7 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         raise ValueError(
             f"N6 needs rows of both sweeps (sink, offset); softmax.csv has no {missing} rows"
         )
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), constrained_layout=True)
     prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
     gain = prop[prop.metric == "l1_gain"]
     exact = prop[prop.metric == "jacobian_abs_sum"]
@@ -237,41 +240,83 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         ax.set(yscale="log", xlabel=xlabel, title=title)
         if x == "p_max":
             ax.set_xscale("log")
+    _casts_panel(axes[3], table)
     for ax in axes:
         ax.legend(fontsize=7)
         ax.title.set_fontsize(10)
-    bits = int(table.mantissa_bits.iloc[0])
-    fig.suptitle(f"softmax evaluated with m = {bits} mantissa bits (median over rows)", fontsize=10)
+    bits = int(table[table.format.str.fullmatch(r"m\d+")].mantissa_bits.iloc[0])
+    fig.suptitle(
+        f"softmax evaluated with m = {bits} mantissa bits, float64's exponent range, and through "
+        "real torch casts (median over rows)",
+        fontsize=10,
+    )
     return fig
 
 
+def _casts_panel(ax, table: pd.DataFrame) -> None:
+    """The shifted evaluation's 1-norm error vs sink mass per torch cast, with its bound."""
+    rows = table[
+        (table.sweep == "sink")
+        & table.format.isin(list(SOFTMAX_FORMAT_COLORS))
+        & (table["mode"] == "shifted")
+        & (table.metric == "l1_abs")
+    ]
+    med = rows.groupby(["format", "p_max"])[["measured", "bound"]].median().reset_index()
+    for name, run in med.groupby("format"):
+        color = SOFTMAX_FORMAT_COLORS[name]
+        ax.plot(1 - run.p_max, run.measured, "o-", color=color, ms=4, label=name)
+        ax.plot(1 - run.p_max, run.bound, "--", color=color, label=f"{name} bound")
+    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="torch casts, shifted: ‖p̂ − p‖₁")
+    if med.empty:
+        ax.set_title("torch casts: none in this table")
+
+
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
-    """N7: Lipschitz estimates of self-attention at random inputs and the worst found over the
-    R-ball, with the bounds over the ball, against length n."""
+    """N7: Lipschitz constants of self-attention at random inputs and the worst found over the
+    R-ball, with the bounds over the ball, against length n; every weight draw shown (its
+    weights serve every n), and the bound's margin over the worst found per draw."""
     set_style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), constrained_layout=True)
     titles = {
         "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
         "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
     }
-    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
+    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=False):
         data = table[table.norm == norm]
         if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
             ax.set_title(f"{title}: not in this table")
             continue
-        stats = data.groupby("seq_len")[["estimate", "worst", "ball_bound"]].median()
-        stats = stats.reset_index()
-        ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
-        ax.plot(stats.seq_len, stats.estimate, "o-", color="tab:blue", label="random inputs")
-        found = data.dropna(subset=["worst"])
-        if not found.empty:
-            worst = found.groupby("seq_len").worst.max().reset_index()
-            ax.plot(worst.seq_len, worst.worst, "^-", color="tab:orange", label="worst found")
-        ax.plot(stats.seq_len, stats.ball_bound, "s--", color="tab:red", label=bound_label)
+        for column, style, color, label in [
+            ("estimate", "o-", "tab:blue", "random input"),
+            ("worst", "^-", "tab:orange", "worst found (ascent)"),
+            ("ball_bound", "s--", "tab:red", bound_label),
+        ]:
+            _draw_spread(ax, data.dropna(subset=[column]), column, style, color, label)
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     axes[0].set_ylabel("local Lipschitz constant")
+    fig.suptitle("median over the weight draws; band: their min to max", fontsize=9)
+    inf = table[(table.norm == "inf")].dropna(subset=["bound_over_worst"])
+    for draw, run in inf.groupby("draw"):
+        run = run.sort_values("seq_len")
+        axes[2].plot(run.seq_len, run.bound_over_worst, "o-", ms=3, label=f"draw {draw}")
+    axes[2].set(xscale="log", yscale="log", xlabel="sequence length n", ylim=(1, None))
+    axes[2].set_title("∞-norm: bound over the ball / worst found")
+    if not inf.empty:
+        axes[2].legend(fontsize=7, title="weights", title_fontsize=7)
+    for ax in axes:
+        ax.title.set_fontsize(10)
     return fig
+
+
+def _draw_spread(ax, data: pd.DataFrame, column: str, style: str, color: str, label: str) -> None:
+    """Median over the weight draws per n as a line, their min-max as a band, draws as dots."""
+    if data.empty:
+        return
+    stats = data.groupby("seq_len")[column].agg(["median", "min", "max"]).reset_index()
+    ax.plot(data.seq_len, data[column], ".", color=color, alpha=0.4)
+    ax.plot(stats.seq_len, stats["median"], style, color=color, ms=4, label=label)
+    ax.fill_between(stats.seq_len, stats["min"], stats["max"], color=color, alpha=0.15, lw=0)
 
 
 def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
@@ -475,16 +520,21 @@ results/numerics/norms.csv.
         plot=softmax_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Left: logit errors
-of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
-of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
-errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
-bits, unshifted vs shifted (exp of z - max z), with the rigorous bounds (dashed), which keep the
-correlation of the sink's rounded exponential in numerator and sum and so fall with 1 - p_max
-like the error (a few times above it). Right: the largest
+N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. First panel: logit
+errors of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact
+sum of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences
+logit errors. Second: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
+bits in float64's exponent range, unshifted vs shifted (exp of z - max z), with the rigorous
+bounds (dashed), which keep the correlation of the sink's rounded exponential in numerator and
+sum and so fall with 1 - p_max like the error (a few times above it). Third: the largest
 componentwise relative error against a common logit offset at p_max =
 {{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
-shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
+shifted does not (abs(z - max z)). Right: the same sink rows evaluated through real torch casts
+({{ n["softmax"]["formats"] | join(", ") }}; shifted), whose bound also models gradual
+underflow: below the normal range (fp16: 2^-14, reached by tails of about e^-10 relative to the
+sink) a rounding errs by up to half the subnormal spacing, not relatively, which puts a floor
+under the error and the bound as the tail mass falls. Unshifted fp16 overflows once the sink
+logit exceeds ln 65504 (the bound is then infinite). Data: results/numerics/softmax.csv.
 """,
         labels=_synthetic_labels(
             "N6",
@@ -502,15 +552,17 @@ shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
 {% set n = config["numerics"] %}
 N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
 weights N(0, 1/d), inputs in the ball max abs(x) <= R = {{ n["lipschitz"]["radius"] }}) against the
-sequence length n. Blue: at inputs uniform in [-R, R] (dots: single draws; line: median).
-Orange: the worst found by projected sign-gradient ascent over the ball
-({{ n["lipschitz"]["search"]["restarts"] }} starts, {{ n["lipschitz"]["search"]["steps"] }}
-steps, first {{ n["lipschitz"]["search"]["samples"] }} draw(s) per n), a lower bound of the
-supremum. Left: token-wise max-norm (max-norm power method, Jacobian-vector and
-vector-Jacobian products) with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball, which does
-not grow with n. Right: Euclidean norm (power iteration on J^T J) with the classical bound over
-the ball, which grows as sqrt(n). Ratios worst/bound and worst/random per draw: columns
-worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
+sequence length n, for {{ n["lipschitz"]["draws"] }} weight draws, each draw's weights used at
+every n (dots: draws; line: median; band: min to max over the draws). Blue: at one input uniform
+in [-R, R] per draw and n. Orange: the worst found by projected Adam ascent on the exact
+Jacobian row sums ({{ n["lipschitz"]["search"]["restarts"] }} starts of
+{{ n["lipschitz"]["search"]["steps"] }} steps per draw and n), a lower bound of the supremum
+over the ball. Left: token-wise max-norm, computed exactly (the largest absolute row sum of the
+Jacobian, from its closed form), with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball,
+which does not depend on n. Middle: Euclidean norm at the random input (power iteration on J^T
+J, not searched) with the classical bound over the ball, which grows as sqrt(n). Right: the
+max-norm bound over the worst found, per draw. Data: results/numerics/lipschitz.csv (columns
+bound_over_worst, worst_over_estimate).
 """,
         labels=_synthetic_labels(
             "N7", "attention Lipschitz constant vs length", lambda config: "float64"

@@ -9,6 +9,8 @@ from transformer_stability.numerics.items import SOURCES
 
 NUMERICS_NORM_COLORS = {"layernorm": "tab:red", "rmsnorm": "tab:blue"}
 SOFTMAX_MODE_COLORS = {"unshifted": "tab:red", "shifted": "tab:blue", "propagation": "black"}
+# the softmax's real torch casts (N6); an emulated m<bits> format is drawn in grey
+SOFTMAX_FORMAT_COLORS = {"fp16": "tab:orange", "bf16": "tab:purple"}
 ALPHA_CMAP = "viridis"  # one colour per residual scaling alpha
 OMEGA_LABELS = {
     "omega_ov": "ω_OV = ‖W_O‖∞‖W_V‖∞",
