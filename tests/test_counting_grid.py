@@ -11,9 +11,10 @@ from transformer_stability.counting.rates import (
     empirical_bmin,
     precision_table,
     rates_table,
+    reference_slopes,
     success_table,
 )
-from transformer_stability.counting.tables import ConstructionPrecision, Precision
+from transformer_stability.counting.tables import ConstructionPrecision, Precision, Rates
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import TrainConfig, train_runs
 from transformer_stability.tables import columns_of
@@ -126,3 +127,124 @@ def test_the_precision_table_sets_runs_beside_the_constructions_in_both_formats(
     trained = table[table["source"] == "training"]
     assert list(trained["L"]) == [16]  # no construction stores L = 32: no storage to report
     assert trained["parameters"].iloc[0] == 200 and trained["max_norm"].iloc[0] == 0.5
+
+
+def _law(lengths: list[int], exponent: float) -> np.ndarray:
+    """L^p, three times too high at the first length: only the last points fit the law."""
+    values = np.asarray(lengths, float) ** exponent
+    values[0] *= 3.0
+    return values
+
+
+def _theory_curves(lengths: list[int]) -> pd.DataFrame:
+    """Theory curves whose exponent names the row: a base per (placement, read-out), +0.1 for
+    the construction, +1 for linear attention, +2 at the wider d; rows in reverse L order."""
+    base = {("none", "regression"): 1.0, ("pre_bare", "regression"): 5.0}
+    base |= {("post_bare", "regression"): 1.5, ("post_learned", "regression"): 0.75}
+    base |= {("none", "classification"): 0.3}
+    frames = [
+        pd.DataFrame(
+            {
+                "attention": attention,
+                "d": d,
+                "placement": placement,
+                "readout": readout,
+                "bound": bound,
+                "L": lengths[::-1],
+                "bmin": _law(lengths, exponent)[::-1],
+            }
+        )
+        for d in (16, 8)
+        for attention in ("linear", "softmax")
+        for (placement, readout), p in base.items()
+        for bound in ("lower_bound", "construction")
+        if (exponent := p + 0.1 * (bound == "construction") + (attention == "linear") + d / 8 - 1)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _margins(lengths: list[int]) -> pd.DataFrame:
+    """Relative margins of constructions and runs; the exponent names the row as above."""
+    rows = [
+        {
+            "placement": placement,
+            "readout": readout,
+            "source": source,
+            "d": d,
+            "L": length,
+            "relative_margin": value,
+        }
+        for placement, p in (("none", -2.0), ("post_learned", -3.0))
+        for readout in ("classification", "regression")
+        for source in ("construction", "training")
+        for d in (8, 16)
+        for length, value in zip(
+            lengths,
+            _law(lengths, p - (readout == "regression") - (source == "training") - d / 8),
+            strict=True,
+        )
+    ]
+    return pd.DataFrame(rows).iloc[::-1]
+
+
+def test_rates_fit_the_softmax_smallest_width_curves_runs_and_margins_each_on_its_window():
+    lengths = [4, 8, 16, 32]
+    empirical = pd.DataFrame(
+        {
+            "placement": ["post_learned"] * 4 + ["none"] * 4,
+            "readout": "regression",
+            "d": 8,
+            "L": lengths * 2,
+            "lower_bound": np.r_[_law(lengths, 0.7), _law(lengths, 1.0)],
+            "bmin": np.r_[_law(lengths, 0.9), [math.inf] * 4],
+        }
+    )
+    rates = rates_table(_theory_curves(lengths), empirical, _margins(lengths), 3)
+    assert list(rates.columns) == columns_of(Rates)
+    got = {
+        (r.placement, r.readout, r.source): (
+            None if math.isnan(r.fitted_exponent) else round(r.fitted_exponent, 9),
+            None if math.isnan(r.predicted_exponent) else r.predicted_exponent,
+            (r.fit_from, r.fit_to, r.fit_points),
+        )
+        for r in rates.itertuples()
+    }
+    window, empty = (8, 32, 3), (0, 0, 0)
+    expected = {
+        ("none", "regression", "lower_bound"): (1.0, 1.0, window),
+        ("none", "regression", "construction"): (1.1, 1.0, window),
+        ("post_bare", "regression", "lower_bound"): (1.5, 1.5, window),
+        ("post_bare", "regression", "construction"): (1.6, 1.5, window),
+        ("post_learned", "regression", "lower_bound"): (0.75, 0.75, window),
+        ("post_learned", "regression", "construction"): (0.85, 0.75, window),
+        ("none", "classification", "lower_bound"): (0.3, 0.0, window),
+        ("none", "classification", "construction"): (0.4, 0.0, window),
+        ("post_learned", "regression", "training"): (0.9, 0.75, window),
+        ("post_learned", "regression", "training_bound"): (0.7, 0.75, window),
+        ("none", "regression", "training"): (None, 1.0, empty),  # never exact: no fit
+        ("none", "regression", "training_bound"): (None, 1.0, empty),
+        ("none", "classification", "margin"): (-3.0, None, window),
+        ("post_learned", "classification", "margin"): (-4.0, None, window),
+    }
+    assert got == expected and len(rates) == len(expected)
+
+
+def test_reference_laws_follow_the_softmax_regression_construction_at_every_width():
+    lengths = [4, 8, 16, 32]
+    theory = _theory_curves(lengths)
+    lines = reference_slopes(theory)
+    assert lines.index.equals(pd.RangeIndex(len(lines)))
+    assert list(lines.drop_duplicates("d")["d"]) == [8, 16]
+    assert set(lines["readout"]) == {"regression"} and lines["L"].dtype.kind == "i"
+    assert set(lines["placement"]) == {"none", "post_bare", "post_learned"}
+    for (d, placement), line in lines.groupby(["d", "placement"]):
+        assert list(line["L"]) == lengths
+        anchor = theory[
+            (theory["d"] == d)
+            & (theory["attention"] == "softmax")
+            & (theory["placement"] == placement)
+            & (theory["bound"] == "construction")
+            & (theory["readout"] == "regression")
+        ]
+        last = anchor.loc[anchor["L"] == 32, "bmin"].iloc[0]
+        assert np.isclose(line["bmin"].iloc[-1], 1.6 * last)
