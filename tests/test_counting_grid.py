@@ -14,7 +14,12 @@ from transformer_stability.counting.rates import (
     reference_slopes,
     success_table,
 )
-from transformer_stability.counting.tables import ConstructionPrecision, Precision, Rates
+from transformer_stability.counting.tables import (
+    ConstructionPrecision,
+    EmpiricalBmin,
+    Precision,
+    Rates,
+)
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import TrainConfig, train_runs
 from transformer_stability.tables import columns_of
@@ -248,3 +253,37 @@ def test_reference_laws_follow_the_softmax_regression_construction_at_every_widt
         ]
         last = anchor.loc[anchor["L"] == 32, "bmin"].iloc[0]
         assert np.isclose(line["bmin"].iloc[-1], 1.6 * last)
+
+
+def test_bmin_rows_keep_their_width_and_bound_and_count_only_runs_strictly_below_it():
+    at_8 = _runs(8, {1.8: [True, True, False, False], 2.0: [True, True, True, False]}, low=2.0)
+    at_8 = pd.concat([at_8, at_8.assign(d=16, accuracy=0.5)], ignore_index=True)
+    at_8 = pd.concat([at_8, _runs(8, {2.4: [True, True, True, True]}, 2.0).assign(d=16)])
+    single = _runs(16, {3.0: [True, False, True, True]}, low=2.5).assign(readout="classification")
+    runs = pd.concat([at_8, single], ignore_index=True)
+    table = empirical_bmin(runs, success_table(runs))
+    assert list(table.columns) == columns_of(EmpiricalBmin)
+    rows = {(r.readout, r.d, r.L): r for r in table.itertuples()}
+    assert set(rows) == {("regression", 8, 8), ("regression", 16, 8), ("classification", 8, 16)}
+    narrow, wide, one = (
+        rows["regression", 8, 8],
+        rows["regression", 16, 8],
+        rows["classification", 8, 16],
+    )
+    assert (narrow.placement, narrow.lower_bound, narrow.bmin, narrow.ratio) == (
+        "post_learned",
+        2.0,
+        1.8,
+        0.9,
+    )
+    assert narrow.fraction == 0.5 and narrow.exact_below_bound == 2  # B = bound is not below
+    assert (narrow.seed_bmin_low, narrow.seed_bmin_high) == (1.8, math.inf)  # seed 3 never
+    assert (wide.bmin, wide.fraction, wide.seed_bmin_low, wide.bounds) == (2.4, 1.0, 2.4, 3)
+    assert (one.lower_bound, one.bmin, one.ratio, one.fraction, one.bounds) == (
+        2.5,
+        3.0,
+        1.2,
+        0.75,
+        1,
+    )
+    assert (one.seed_bmin_low, one.seed_bmin_high, one.seeds) == (3.0, math.inf, 4)
