@@ -126,6 +126,7 @@ def test_the_precision_table_sets_runs_beside_the_constructions_in_both_formats(
     ).assign(accuracy_float32=1.0, relative_margin=2e-3, best_head_margin=4e-3)
     table = precision_table(built, runs)
     assert list(table.columns) == columns_of(Precision)
+    assert table.index.equals(pd.RangeIndex(len(table)))
     construction = table[table["source"] == "construction"].iloc[0]
     assert construction["accuracy"] == 1.0 and construction["accuracy_float32"] == 0.9
     assert construction["B"] == 1.0 and math.isnan(construction["seed"])
@@ -145,6 +146,7 @@ def _theory_curves(lengths: list[int]) -> pd.DataFrame:
     """Theory curves whose exponent names the row: a base per (placement, read-out), +0.1 for
     the construction, +1 for linear attention, +2 at the wider d; rows in reverse L order."""
     base = {("none", "regression"): 1.0, ("pre_bare", "regression"): 5.0}
+    base |= {("pre_learned", "regression"): 1.2}  # a rate listed after the skipped wall
     base |= {("post_bare", "regression"): 1.5, ("post_learned", "regression"): 0.75}
     base |= {("none", "classification"): 0.3}
     frames = [
@@ -224,6 +226,8 @@ def test_rates_fit_the_softmax_smallest_width_curves_runs_and_margins_each_on_it
         ("post_learned", "regression", "construction"): (0.85, 0.75, window),
         ("none", "classification", "lower_bound"): (0.3, 0.0, window),
         ("none", "classification", "construction"): (0.4, 0.0, window),
+        ("pre_learned", "regression", "lower_bound"): (1.2, 1.0, window),
+        ("pre_learned", "regression", "construction"): (1.3, 1.0, window),
         ("post_learned", "regression", "training"): (0.9, 0.75, window),
         ("post_learned", "regression", "training_bound"): (0.7, 0.75, window),
         ("none", "regression", "training"): (None, 1.0, empty),  # never exact: no fit
@@ -287,3 +291,14 @@ def test_bmin_rows_keep_their_width_and_bound_and_count_only_runs_strictly_below
         1,
     )
     assert (one.seed_bmin_low, one.seed_bmin_high, one.seeds) == (3.0, math.inf, 4)
+
+
+def test_bmin_and_rates_tables_keep_their_columns_when_empty():
+    unconstrained = _runs(8, {math.inf: [True, True]}).assign(lower_bound=np.nan)
+    assert list(empirical_bmin(unconstrained, success_table(unconstrained)).columns) == columns_of(
+        EmpiricalBmin
+    )
+    theory = _theory_curves([4, 8]).iloc[:0]
+    precision = _margins([4, 8]).iloc[:0]
+    empty = rates_table(theory, pd.DataFrame(columns=["placement", "readout", "L"]), precision, 3)
+    assert empty.empty and list(empty.columns) == columns_of(Rates)
