@@ -11,9 +11,15 @@ from transformer_stability.counting.rates import (
     empirical_bmin,
     precision_table,
     rates_table,
+    reference_slopes,
     success_table,
 )
-from transformer_stability.counting.tables import ConstructionPrecision, Precision
+from transformer_stability.counting.tables import (
+    ConstructionPrecision,
+    EmpiricalBmin,
+    Precision,
+    Rates,
+)
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import TrainConfig, train_runs
 from transformer_stability.tables import columns_of
@@ -120,9 +126,179 @@ def test_the_precision_table_sets_runs_beside_the_constructions_in_both_formats(
     ).assign(accuracy_float32=1.0, relative_margin=2e-3, best_head_margin=4e-3)
     table = precision_table(built, runs)
     assert list(table.columns) == columns_of(Precision)
+    assert table.index.equals(pd.RangeIndex(len(table)))
     construction = table[table["source"] == "construction"].iloc[0]
     assert construction["accuracy"] == 1.0 and construction["accuracy_float32"] == 0.9
     assert construction["B"] == 1.0 and math.isnan(construction["seed"])
     trained = table[table["source"] == "training"]
     assert list(trained["L"]) == [16]  # no construction stores L = 32: no storage to report
     assert trained["parameters"].iloc[0] == 200 and trained["max_norm"].iloc[0] == 0.5
+
+
+def _law(lengths: list[int], exponent: float) -> np.ndarray:
+    """L^p, three times too high at the first length: only the last points fit the law."""
+    values = np.asarray(lengths, float) ** exponent
+    values[0] *= 3.0
+    return values
+
+
+def _theory_curves(lengths: list[int]) -> pd.DataFrame:
+    """Theory curves whose exponent names the row: a base per (placement, read-out), +0.1 for
+    the construction, +1 for linear attention, +2 at the wider d; rows in reverse L order."""
+    base = {("none", "regression"): 1.0, ("pre_bare", "regression"): 5.0}
+    base |= {("pre_learned", "regression"): 1.2}  # a rate listed after the skipped wall
+    base |= {("post_bare", "regression"): 1.5, ("post_learned", "regression"): 0.75}
+    base |= {("none", "classification"): 0.3}
+    frames = [
+        pd.DataFrame(
+            {
+                "attention": attention,
+                "d": d,
+                "placement": placement,
+                "readout": readout,
+                "bound": bound,
+                "L": lengths[::-1],
+                "bmin": _law(lengths, exponent)[::-1],
+            }
+        )
+        for d in (16, 8)
+        for attention in ("linear", "softmax")
+        for (placement, readout), p in base.items()
+        for bound in ("lower_bound", "construction")
+        if (exponent := p + 0.1 * (bound == "construction") + (attention == "linear") + d / 8 - 1)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _margins(lengths: list[int]) -> pd.DataFrame:
+    """Relative margins of constructions and runs; the exponent names the row as above."""
+    rows = [
+        {
+            "placement": placement,
+            "readout": readout,
+            "source": source,
+            "d": d,
+            "L": length,
+            "relative_margin": value,
+        }
+        for placement, p in (("none", -2.0), ("post_learned", -3.0))
+        for readout in ("classification", "regression")
+        for source in ("construction", "training")
+        for d in (8, 16)
+        for length, value in zip(
+            lengths,
+            _law(lengths, p - (readout == "regression") - (source == "training") - d / 8),
+            strict=True,
+        )
+    ]
+    return pd.DataFrame(rows).iloc[::-1]
+
+
+def test_rates_fit_the_softmax_smallest_width_curves_runs_and_margins_each_on_its_window():
+    lengths = [4, 8, 16, 32]
+    empirical = pd.DataFrame(
+        {
+            "placement": ["post_learned"] * 4 + ["none"] * 4,
+            "readout": "regression",
+            "d": 8,
+            "L": lengths * 2,
+            "lower_bound": np.r_[_law(lengths, 0.7), _law(lengths, 1.0)],
+            "bmin": np.r_[_law(lengths, 0.9), [math.inf] * 4],
+        }
+    )
+    rates = rates_table(_theory_curves(lengths), empirical, _margins(lengths), 3)
+    assert list(rates.columns) == columns_of(Rates)
+    got = {
+        (r.placement, r.readout, r.source): (
+            None if math.isnan(r.fitted_exponent) else round(r.fitted_exponent, 9),
+            None if math.isnan(r.predicted_exponent) else r.predicted_exponent,
+            (r.fit_from, r.fit_to, r.fit_points),
+        )
+        for r in rates.itertuples()
+    }
+    window, empty = (8, 32, 3), (0, 0, 0)
+    expected = {
+        ("none", "regression", "lower_bound"): (1.0, 1.0, window),
+        ("none", "regression", "construction"): (1.1, 1.0, window),
+        ("post_bare", "regression", "lower_bound"): (1.5, 1.5, window),
+        ("post_bare", "regression", "construction"): (1.6, 1.5, window),
+        ("post_learned", "regression", "lower_bound"): (0.75, 0.75, window),
+        ("post_learned", "regression", "construction"): (0.85, 0.75, window),
+        ("none", "classification", "lower_bound"): (0.3, 0.0, window),
+        ("none", "classification", "construction"): (0.4, 0.0, window),
+        ("pre_learned", "regression", "lower_bound"): (1.2, 1.0, window),
+        ("pre_learned", "regression", "construction"): (1.3, 1.0, window),
+        ("post_learned", "regression", "training"): (0.9, 0.75, window),
+        ("post_learned", "regression", "training_bound"): (0.7, 0.75, window),
+        ("none", "regression", "training"): (None, 1.0, empty),  # never exact: no fit
+        ("none", "regression", "training_bound"): (None, 1.0, empty),
+        ("none", "classification", "margin"): (-3.0, None, window),
+        ("post_learned", "classification", "margin"): (-4.0, None, window),
+    }
+    assert got == expected and len(rates) == len(expected)
+
+
+def test_reference_laws_follow_the_softmax_regression_construction_at_every_width():
+    lengths = [4, 8, 16, 32]
+    theory = _theory_curves(lengths)
+    lines = reference_slopes(theory)
+    assert lines.index.equals(pd.RangeIndex(len(lines)))
+    assert list(lines.drop_duplicates("d")["d"]) == [8, 16]
+    assert set(lines["readout"]) == {"regression"} and lines["L"].dtype.kind == "i"
+    assert set(lines["placement"]) == {"none", "post_bare", "post_learned"}
+    for (d, placement), line in lines.groupby(["d", "placement"]):
+        assert list(line["L"]) == lengths
+        anchor = theory[
+            (theory["d"] == d)
+            & (theory["attention"] == "softmax")
+            & (theory["placement"] == placement)
+            & (theory["bound"] == "construction")
+            & (theory["readout"] == "regression")
+        ]
+        last = anchor.loc[anchor["L"] == 32, "bmin"].iloc[0]
+        assert np.isclose(line["bmin"].iloc[-1], 1.6 * last)
+
+
+def test_bmin_rows_keep_their_width_and_bound_and_count_only_runs_strictly_below_it():
+    at_8 = _runs(8, {1.8: [True, True, False, False], 2.0: [True, True, True, False]}, low=2.0)
+    at_8 = pd.concat([at_8, at_8.assign(d=16, accuracy=0.5)], ignore_index=True)
+    at_8 = pd.concat([at_8, _runs(8, {2.4: [True, True, True, True]}, 2.0).assign(d=16)])
+    single = _runs(16, {3.0: [True, False, True, True]}, low=2.5).assign(readout="classification")
+    runs = pd.concat([at_8, single], ignore_index=True)
+    table = empirical_bmin(runs, success_table(runs))
+    assert list(table.columns) == columns_of(EmpiricalBmin)
+    rows = {(r.readout, r.d, r.L): r for r in table.itertuples()}
+    assert set(rows) == {("regression", 8, 8), ("regression", 16, 8), ("classification", 8, 16)}
+    narrow, wide, one = (
+        rows["regression", 8, 8],
+        rows["regression", 16, 8],
+        rows["classification", 8, 16],
+    )
+    assert (narrow.placement, narrow.lower_bound, narrow.bmin, narrow.ratio) == (
+        "post_learned",
+        2.0,
+        1.8,
+        0.9,
+    )
+    assert narrow.fraction == 0.5 and narrow.exact_below_bound == 2  # B = bound is not below
+    assert (narrow.seed_bmin_low, narrow.seed_bmin_high) == (1.8, math.inf)  # seed 3 never
+    assert (wide.bmin, wide.fraction, wide.seed_bmin_low, wide.bounds) == (2.4, 1.0, 2.4, 3)
+    assert (one.lower_bound, one.bmin, one.ratio, one.fraction, one.bounds) == (
+        2.5,
+        3.0,
+        1.2,
+        0.75,
+        1,
+    )
+    assert (one.seed_bmin_low, one.seed_bmin_high, one.seeds) == (3.0, math.inf, 4)
+
+
+def test_bmin_and_rates_tables_keep_their_columns_when_empty():
+    unconstrained = _runs(8, {math.inf: [True, True]}).assign(lower_bound=np.nan)
+    assert list(empirical_bmin(unconstrained, success_table(unconstrained)).columns) == columns_of(
+        EmpiricalBmin
+    )
+    theory = _theory_curves([4, 8]).iloc[:0]
+    precision = _margins([4, 8]).iloc[:0]
+    empty = rates_table(theory, pd.DataFrame(columns=["placement", "readout", "L"]), precision, 3)
+    assert empty.empty and list(empty.columns) == columns_of(Rates)

@@ -136,7 +136,9 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
             ("post_learned", "regression", source, value, 0.75, 16, 64, 3)
             for source, value in (("lower_bound", 0.7), ("construction", 0.8), ("training", 0.9))
         ]
-        + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
+        + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)]
+        + [("none", "classification", "training", np.nan, 0.0, 0, 0, 0)]
+        + [("post_learned", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
         columns=columns_of(Rates),
     )
     walls = pd.DataFrame(
@@ -146,16 +148,20 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
     table = exponent_table(rates, walls)
     assert list(zip(table["placement"], table["readout"], strict=True)) == [
         ("none", "classification"),
+        ("post_learned", "classification"),
         ("pre_bare", "regression"),
         ("post_learned", "regression"),
     ]
-    post = table.iloc[2]
+    assert table.index.equals(pd.RangeIndex(len(table)))
+    assert list(table["note"].iloc[:2]) == ["", ""]
+    assert table.iloc[0]["training_window"] == ""  # no fit, no window
+    post = table.iloc[3]
     assert (post["predicted"], post["lower_bound"], post["construction"], post["training"]) == (
         0.75,
         0.7,
         0.8,
         0.9,
     )
-    assert table.iloc[1]["note"] == "wall: no B counts beyond L = 34 (d = 8)"
+    assert table.iloc[2]["note"] == "wall: no B counts beyond L = 34 (d = 8)"
     assert post["training_window"] == "16-64, 3 pts"
     assert table.iloc[0]["construction_window"] == "8-512, 3 pts"
