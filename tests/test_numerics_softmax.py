@@ -62,7 +62,7 @@ def test_perturbation_bound_holds_for_large_perturbations_and_is_the_jacobian_bo
     p = torch.softmax(z, -1)
     torch.testing.assert_close(softmax.perturbation_bound(p, 0.0), 2 * (1 - p.amax(-1) ** 2))
     # moving d by −2η lowers p_max from σ(d) to σ(d − 2η) ≥ σ(d)e^{−2η}
-    eta = 1.0
+    eta = 0.5
     d = z[0, 0] - z[0, 1]
     gain = 2 * (torch.sigmoid(d) - torch.sigmoid(d - 2 * eta)) / eta
     bound = softmax.perturbation_bound(p, eta)
