@@ -53,7 +53,9 @@ def mutmut_config(workdir: Path, modules: list[str], tests: list[str]) -> str:
     """The [tool.mutmut] table: mutate only `modules`, select from the study's fast tests.
 
     mutmut runs the tests inside its mutants/ folder, so everything the tests read beside the
-    package (docs, workflow, configs) is copied there too.
+    package (docs, workflow, configs) is copied there too. Workers fork from a fork server, not
+    from the process that ran the suite: a fork after torch's thread pool has started hangs on
+    its locks, and every mutant would then time out and be counted as killed.
     """
 
     def toml_list(items: list[str]) -> str:
@@ -68,6 +70,7 @@ def mutmut_config(workdir: Path, modules: list[str], tests: list[str]) -> str:
         f"only_mutate = {toml_list(modules)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         f"pytest_add_cli_args = {toml_list(pytest_args)}\n"
+        'process_isolation = "forkserver"\n'
     )
 
 
