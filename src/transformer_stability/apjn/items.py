@@ -538,6 +538,7 @@ SETTINGS = {
         )
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/agreement_means.csv": ("apjn.images.compare_from_block", "seed"),
     "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
     "apjn/width_slopes.csv": (),
