@@ -25,10 +25,10 @@ def bootstrap_ci(
     units = np.asarray(units, dtype=float)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(units), size=(resamples, len(units)))
-    return _bounds(np.stack([statistic(units[pick]) for pick in picks]), level)
+    return percentile_bounds(np.stack([statistic(units[pick]) for pick in picks]), level)
 
 
-def _bounds(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_bounds(draws: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
     """The central `level` percentile interval of the resampled statistics (axis 0); draws
     that are NaN (a fit with too few points) are left out."""
     tail = 50.0 * (1.0 - level)
@@ -54,7 +54,7 @@ def nested_ci(
     picks = rng.integers(0, inits, size=(resamples, inits, 1))
     within = rng.integers(0, inputs, size=(resamples, inits, inputs))
     draws = np.stack([statistic(units[p, w]) for p, w in zip(picks, within, strict=True)])
-    return _bounds(draws, level)
+    return percentile_bounds(draws, level)
 
 
 def mean_ci(units: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -517,6 +517,12 @@ class WidthSlopes(WidthFitIds):
         description="-1/2 to -1: finite width; 0: the closure's own error; NaN: "
         "fewer than two widths with a positive excess",
     )
+    slope_lo: Series[float] = pa.Field(
+        nullable=True,
+        description="its 95 % bootstrap interval's lower end (initializations of each width "
+        "drawn with replacement); NaN: no resample had two widths with a positive excess",
+    )
+    slope_hi: Series[float] = pa.Field(nullable=True, description="the interval's upper end")
     points: Series[int] = pa.Field(ge=0, description="the widths fitted")
 
     class Config:
