@@ -218,7 +218,8 @@ def agreement_rows(gmfe_gram: float, input_kind: str = "images") -> list[dict]:
 def slope_rows(slope: float) -> list[dict]:
     return [
         {"norm": norm, "alpha": alpha, "direction": direction, "region": region,
-         "closure": closure, "slope": slope, "points": 3}
+         "closure": closure, "slope": slope, "slope_lo": slope - 0.1, "slope_hi": slope + 0.1,
+         "points": 3}
         for norm, alpha in VARIANTS for direction in ("backward", "forward")
         for region in ("early", "compared") for closure in ("gram", "qp")
     ]  # fmt: skip
@@ -249,6 +250,7 @@ def test_a3_holds_when_the_image_curves_agree_and_the_mismatch_falls_with_width(
     assert finding.holds
     assert "(q, p) worst 1.08 [1.07, 1.09] (" in finding.value
     assert "full-Gram worst 1.03 [1.02, 1.04] (" in finding.value
+    assert "width slope largest -0.7 [-0.8, -0.6] (" in finding.value
     assert "full-Gram at d = 128: 1.02 (" in finding.value
 
 
