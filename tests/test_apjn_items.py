@@ -1,6 +1,8 @@
 """Study A's sweeps as items: what the workflow enumerates from the config, and that an item's
 job computes exactly what the sweep needs, independently of the other items."""
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 import torch
@@ -12,10 +14,12 @@ from transformer_stability.apjn.items import (
     depth_items,
     sensitivity_items,
     train_items,
+    train_work,
     width_items,
 )
-from transformer_stability.apjn.train import train_table
+from transformer_stability.apjn.train import segment_end, train_table
 from transformer_stability.config import validate_config
+from transformer_stability.work import LIMIT_MIN, request_minutes
 
 SWEEPS = (curve_items, sensitivity_items, depth_items, train_items, width_items)
 
@@ -40,7 +44,7 @@ def test_item_counts_and_unique_ids(schema, preset):
         sensitivity_items: (2 * len(sensitivity["alphas"]) + 2 * 2 * len(sensitivity["mults"]))
         * sensitivity["inits"],
         depth_items: len(apjn["variants"]) * inits,
-        train_items: (1 + len(train["norms"])) * len(train["depths"]) * train["seeds"]
+        train_items: (1 + len(train["norms"])) * len(train["depths"])
         if train["batched"]
         else (1 + len(train["norms"]) * len(train["alphas"]))
         * len(train["mults"])
@@ -101,12 +105,13 @@ def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):
 
 
 def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):
-    item = next(i for i in train_items(tiny["apjn"], 0) if i.spec.norm == "derf")
+    apjn = deep_merge(tiny["apjn"], {"train": {"seeds": 2}})
+    item = next(i for i in train_items(apjn, 3) if i.spec.norm == "derf")
+    assert item.seeds == (3, 4)
     rows = train_table(item, torch.device("cpu"))
-    assert len(rows) == len(item.runs) > 1
-    assert (rows["train_seed"] == item.seed).all() and (rows["norm"] == "derf").all()
-    assert sorted(zip(rows["attn_mult"], rows["lr"], strict=True)) == sorted(
-        (run.mult, run.lr) for run in item.runs
+    assert len(rows) == len(item.runs) > 1 and (rows["norm"] == "derf").all()
+    assert sorted(zip(rows["train_seed"], rows["attn_mult"], rows["lr"], strict=True)) == sorted(
+        (run.seed, run.mult, run.lr) for run in item.runs
     )
 
 
@@ -120,3 +125,19 @@ def test_every_depth_trains_every_rate_and_multiplier(tiny):
     assert {(i.spec.norm, i.spec.depth) for i in items} == {
         (norm, depth) for norm in ["ln", *cfg["norms"]] for depth in cfg["depths"]
     }
+
+
+@pytest.mark.parametrize(("preset", "count"), [("config.yaml", 1), ("config/paper.yaml", 2)])
+def test_training_is_cut_into_the_segments_the_cluster_plan_needs(schema, preset, count):
+    """One ViT-B run of 5000 steps is over the time limit: every item trains in two segments;
+    the CPU preset's groups stay one job each."""
+    config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / preset))
+    items = train_items(validate_config(config, schema)["apjn"], 0)
+    assert {item.segments for item in items} == {count}
+    assert max(request_minutes(train_work(item).part(count)) for item in items) <= LIMIT_MIN
+
+
+def test_segments_end_on_equal_shares_of_the_steps(tiny):
+    item = replace(train_items(tiny["apjn"], 0)[0], segments=3)
+    item = replace(item, schedule=replace(item.schedule, steps=10))
+    assert [segment_end(item, k) for k in (1, 2, 3)] == [3, 6, 10]

@@ -18,12 +18,13 @@ from transformer_stability.apjn.items import Schedule
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.train import (
+    GroupTraining,
     Instability,
     cifar100_dataset,
-    grad_norms,
     texture_dataset,
     train_group,
 )
+from transformer_stability.jobs import load_checkpoint, save_checkpoint
 
 CPU = torch.device("cpu")
 CFG = Schedule(steps=60, batch_size=32, weight_decay=0.05, warmup_fraction=0.1)
@@ -63,22 +64,20 @@ def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def test_batched_steps_equal_separate_torch_adamw_runs():
-    """Three models (different α₀, init multiplier and rate) trained together for a few
-    warm-up steps end where torch.optim.AdamW, run on each alone with weight decay on its
-    matrices only, ends."""
+    """Three models (different α₀, init multiplier and rate), each on its own batches, trained
+    together for a few warm-up steps end where torch.optim.AdamW, run on each alone with weight
+    decay on its matrices only, ends."""
     specs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k)
              for a, k in ((0.5, 1.0), (2.0, 4.0), (1.0, 2.0))]  # fmt: skip
-    lrs = [1e-3, 3e-3, 1e-2]
+    lrs = [1e-3, 3e-3, 1e-3]
     torch.manual_seed(0)
-    batches = [(torch.randn(8, 3, 8, 8).double(), torch.randint(3, (8,))) for _ in range(3)]
+    batches = [(torch.randn(3, 8, 3, 8, 8).double(), torch.randint(3, (3, 8))) for _ in range(3)]
     stacked = StackedModels([build_vit(s, seed=0).double() for s in specs])
-    for p in stacked.params.values():
-        p.requires_grad_(True)
-    opt = BatchedAdamW(stacked.params, stacked.decayed, weight_decay=0.05)
+    opt = BatchedAdamW(stacked.flat, stacked.decayed, lrs, weight_decay=0.05)
     for step, (x, y) in enumerate(batches):
         logits = stacked(x)
-        sum(_loss(logits[r], y) for r in range(len(specs))).backward()
-        opt.step(torch.tensor(lrs) * warmup_constant(step, 5))
+        sum(_loss(logits[r], y[r]) for r in range(len(specs))).backward()
+        opt.step(warmup_constant(step, 5))
     for r, (spec, lr) in enumerate(zip(specs, lrs, strict=True)):
         model = build_vit(spec, seed=0).double()
         named = dict(model.named_parameters())
@@ -92,20 +91,49 @@ def test_batched_steps_equal_separate_torch_adamw_runs():
             for group in ref.param_groups:
                 group["lr"] = lr * warmup_constant(step, 5)
             ref.zero_grad()
-            _loss(model(x), y).backward()
+            _loss(model(x[r]), y[r]).backward()
             ref.step()
         # float64; Adam's division by sqrt(v) amplifies rounding where gradients nearly cancel,
         # so atol 1e-7: a slip in the decay (lr * 0.05 * w ~ 1e-5) or rate is far above it
         for name, p in named.items():
-            torch.testing.assert_close(stacked.params[name][r], p, rtol=1e-6, atol=1e-7)
+            torch.testing.assert_close(stacked.params()[name][r], p, rtol=1e-6, atol=1e-7)
+
+
+def test_the_flat_buffer_puts_the_decayed_parameters_first():
+    model = build_vit(SMALL.with_(norm="derf", alpha=1.0), seed=0)
+    stacked = StackedModels([model, model])
+    decay = decayed_parameters(model)
+    assert stacked.decayed == sum(p.numel() for n, p in model.named_parameters() if n in decay)
+    flags = [name in decay for name in stacked.names]
+    assert flags == sorted(flags, reverse=True)
+    assert sorted(stacked.names) == sorted(name for name, _ in model.named_parameters())
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(stacked.params()[name][1], p, rtol=0, atol=0)
+
+
+def test_batched_training_equals_independent_single_run_trainings():
+    """Two seeds x two configurations x two rates as one tensor program, each seed with its own
+    batch order, end where each run trained alone ends (float32: up to the order of sums in
+    the batched matrix products)."""
+    data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
+    short = Schedule(steps=6, batch_size=4, weight_decay=0.05, warmup_fraction=0.5)
+    configs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k)
+               for a, k in ((0.5, 1.0), (2.0, 4.0))]  # fmt: skip
+    runs = [(spec, lr, seed) for seed in (0, 1) for spec in configs for lr in (1e-3, 1e-2)]
+    together = train_group(*map(list, zip(*runs, strict=True)), data, short, CPU)
+    for (spec, lr, seed), row in zip(runs, together, strict=True):
+        (alone,) = train_group([spec], [lr], [seed], data, short, CPU)
+        assert row == pytest.approx(alone, rel=1e-5)
+    # the seeds drew different batches and inits: their losses differ
+    assert together[0]["final_loss"] != pytest.approx(together[4]["final_loss"], rel=1e-3)
 
 
 def test_a_diverging_run_is_marked_and_leaves_the_others_untouched():
     data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
     short = Schedule(steps=8, batch_size=8, weight_decay=0.05, warmup_fraction=0.25)
     specs = [SMALL.with_(norm="derf", alpha=1.0), SMALL.with_(norm="derf", alpha=1.0)]
-    both = train_group(specs, [1e-3, 1e30], 0, data, short, CPU)
-    alone = train_group(specs[:1], [1e-3], 0, data, short, CPU)
+    both = train_group(specs, [1e-3, 1e30], [0, 0], data, short, CPU)
+    alone = train_group(specs[:1], [1e-3], [0], data, short, CPU)
     assert both[1]["diverged"] and math.isnan(both[1]["final_loss"])
     assert both[1]["steps"] < short.steps
     assert not both[0]["diverged"]
@@ -118,7 +146,7 @@ def test_a_diverging_run_is_marked_and_leaves_the_others_untouched():
 def test_training_learns_an_easy_texture_task(norm, alpha):
     data = texture_dataset(classes=2, size=8, train=64, test=32, seed=0)
     spec = SMALL.with_(norm=norm, alpha=alpha)
-    (result,) = train_group([spec], [3e-3], 0, data, CFG, CPU)
+    (result,) = train_group([spec], [3e-3], [0], data, CFG, CPU)
     assert not result["diverged"] and result["steps"] == CFG.steps
     assert result["final_loss"] < math.log(2)  # below chance-level cross-entropy
     assert result["train_accuracy"] > 0.6 and result["test_accuracy"] > 0.6
@@ -129,7 +157,7 @@ def test_apjn_at_init_grows_with_alpha_and_init_multiplier_as_theory_says():
     short = Schedule(steps=1, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
     specs = [SMALL.with_(norm="derf", alpha=a, attn_mult=k, mlp_mult=k, depth=6)
              for a, k in ((0.5, 1.0), (2.0, 1.0), (2.0, 4.0))]  # fmt: skip
-    rows = train_group(specs, [1e-3] * 3, 0, data, short, CPU)
+    rows = train_group(specs, [1e-3] * 3, [0] * 3, data, short, CPU)
     log_j = [row["theory_log_apjn"] for row in rows]
     assert 0 < log_j[0] < log_j[1] < log_j[2]
     measured = [row["measured_log_apjn"] for row in rows]
@@ -142,7 +170,7 @@ def test_cifar_training_resizes_on_the_fly(tmp_path):
     assert data.classes == 100 and data.x_train.shape == (40, 3, 32, 32)
     assert data.x_test.shape == (10, 3, 32, 32)
     short = Schedule(steps=2, batch_size=8, weight_decay=0.05, warmup_fraction=0.1)
-    (result,) = train_group([SMALL], [1e-3], 0, data, short, CPU)
+    (result,) = train_group([SMALL], [1e-3], [0], data, short, CPU)
     assert result["steps"] == 2 and 0.0 <= result["test_accuracy"] <= 1.0
 
 
@@ -159,7 +187,25 @@ def test_instability_counts_spikes_blowups_and_the_first_non_finite_step():
     assert events.failed.tolist() == [-1, -1, 3]
 
 
-def test_grad_norms_are_per_run():
-    params = {"w": torch.zeros(2, 3, requires_grad=True), "b": torch.zeros(2, requires_grad=True)}
-    (params["w"].sum(1) * torch.tensor([1.0, 2.0]) + params["b"]).sum().backward()
-    assert grad_norms(params).tolist() == pytest.approx([2.0, (12 + 1) ** 0.5])
+def test_two_segments_through_a_checkpoint_equal_one_uninterrupted_training(tmp_path):
+    """A training stopped after a step, saved, and resumed in a fresh process state (new models,
+    optimizer and batch order, the checkpoint read back from disk) ends bit for bit where the
+    uninterrupted one ends: weights, AdamW's moments and step counts, events and outcomes."""
+    data = texture_dataset(classes=3, size=8, train=16, test=8, seed=0)
+    short = Schedule(steps=8, batch_size=4, weight_decay=0.05, warmup_fraction=0.5)
+    specs = [SMALL.with_(norm="derf", alpha=1.0), SMALL.with_(norm="derf", alpha=4.0)]
+    args = (specs, [1e-3, 3e-2], [0, 1], data, short, CPU)
+    whole = GroupTraining(*args)
+    whole.run(short.steps)
+    first = GroupTraining(*args)
+    first.run(3)  # mid warm-up: the resumed rate must pick up the schedule
+    save_checkpoint({"item": first.state()}, tmp_path / "segment1.pt")
+    second = GroupTraining(*args)
+    second.load(load_checkpoint([str(tmp_path / "segment1.pt")])["item"])
+    assert second.step == 3
+    second.run(short.steps)
+    assert torch.equal(second.models.flat, whole.models.flat)
+    for name, tensor in whole.opt.state().items():
+        assert torch.equal(second.opt.state()[name], tensor), name
+    assert second.rows() == whole.rows()
+    assert not list(tmp_path.glob(".*"))  # written atomically: no part file left

@@ -9,7 +9,14 @@ from conftest import ROOT, announced_jobs, load_yaml, run_snakemake
 
 from transformer_stability import cluster_plan
 from transformer_stability.cluster_plan import RulePlan, plan, preset_config
-from transformer_stability.work import Work, transformer_flop
+from transformer_stability.work import (
+    FLOP_PER_SECOND,
+    LIMIT_MIN,
+    STARTUP_SECONDS,
+    Work,
+    segments,
+    transformer_flop,
+)
 
 PROFILE = load_yaml(cluster_plan.PROFILE)
 PLANS = plan(preset_config())
@@ -69,10 +76,10 @@ def test_transformer_flop_counts_matrices_and_attention():
 
 
 def test_requests_round_up_the_margined_estimate():
-    start = cluster_plan.STARTUP_SECONDS
+    start = STARTUP_SECONDS
     assert RulePlan("r", 1, "i", Work(0.0)).minutes == 10  # 5 min x 1.5 = 7.5 min
     # 400 s x 1.5 is exactly 10 minutes; a little more work asks for the next 10
-    at_granule = Work((400 - start) * cluster_plan.FLOP_PER_SECOND)
+    at_granule = Work((400 - start) * FLOP_PER_SECOND)
     assert RulePlan("r", 1, "i", at_granule).minutes == 10
     steps = Work(at_granule.flop, steps=1)
     assert RulePlan("r", 1, "i", steps).minutes == 20
@@ -80,6 +87,17 @@ def test_requests_round_up_the_margined_estimate():
     run = Work(6.7e16)
     assert RulePlan("r", 1, "i", run).seconds == pytest.approx(start + 6700)
     assert RulePlan("r", 1, "i", run).minutes == 180
+
+
+def test_a_job_over_the_limit_is_cut_into_the_fewest_segments_that_fit():
+    run = Work(6.7e16, steps=5000)
+    assert segments(run) == 2  # 3350 s + 300 s start-up + 5 s of steps, x 1.5: 100 min
+    assert RulePlan("r", 1, "i", run.part(2)).minutes == 100 <= LIMIT_MIN
+    assert run.part(2).flop == run.flop / 2 and run.part(2).steps == 2500
+    assert segments(Work(0.0)) == 1 and run.part(1) == run
+    # each segment pays the start-up again: 3 x 1.2e16 FLOP needs 4 segments, not 3
+    long = Work(3 * (LIMIT_MIN * 60 / 1.5 - STARTUP_SECONDS) * FLOP_PER_SECOND * 1.01)
+    assert segments(long) == 4
 
 
 def test_every_gpu_rule_of_the_profile_is_planned_from_its_work():
@@ -107,23 +125,10 @@ def test_with_runtimes_sets_only_the_planned_rules_and_keeps_comments():
         cluster_plan.with_runtimes(text, [RulePlan("c", 1, "i", work)])
 
 
-@pytest.mark.parametrize(
-    "rule",
-    [
-        pytest.param(
-            p.rule,
-            marks=pytest.mark.xfail(
-                p.rule == "apjn_train",
-                reason="issue 19 part 5: one ViT-B run is planned at 180 min; not yet split",
-                strict=True,
-            ),
-        )
-        for p in PLANS
-    ],
-)
+@pytest.mark.parametrize("rule", [p.rule for p in PLANS])
 def test_no_planned_job_is_over_the_limit(rule):
     (planned,) = [p for p in PLANS if p.rule == rule]
-    assert planned.minutes <= cluster_plan.LIMIT_MIN, planned
+    assert planned.minutes <= LIMIT_MIN, planned
 
 
 @pytest.mark.slow

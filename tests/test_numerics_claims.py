@@ -72,12 +72,13 @@ def norms_frame(
     return pd.DataFrame(rows)
 
 
-def _softmax_row(sweep, p_max, offset, mode, metric, measured, bound) -> dict:
+def _softmax_row(sweep, p_max, offset, mode, metric, measured, bound, fmt="m7") -> dict:
     return {
         "sweep": sweep,
         "p_max": p_max,
         "offset": offset,
-        "mantissa_bits": 7,
+        "format": "fp64" if mode == "propagation" else fmt,
+        "mantissa_bits": {"fp64": 52, "fp16": 10}.get(fmt, 7),
         "mode": mode,
         "metric": metric,
         "sample": 0,
@@ -92,12 +93,21 @@ def softmax_frame(
     sink_aware=True,
     unshifted_sensitive=True,
     bound_over_error=4.0,
+    cast_floor=None,
 ) -> pd.DataFrame:
     """Sink rows: errors min(1 - p_max, u)/2, bounds that fall with them (`sink_aware`) or stay
     at 2u. Offset rows: condition 5 + 2c unshifted, 5 shifted; errors u kappa (unshifted errors
     flat unless `unshifted_sensitive`). Every evaluation bound is `bound_over_error` times its
-    error."""
+    error. With `cast_floor`, fp16 sink rows too, their error and bound floored there."""
     rows = []
+    for p in p_maxes if cast_floor is not None else ():
+        error = max(min(1 - p, U7) / 2, cast_floor)
+        rows += [
+            _softmax_row(
+                "sink", p, 0.0, "shifted", "l1_abs", error, max(4 * error, 20 * cast_floor), "fp16"
+            ),
+            _softmax_row("sink", p, 0.0, "shifted", "worst_entry", error / 9, error / 8, "fp16"),
+        ]
     for p in p_maxes:
         gain = 2 * (1 - p**2)
         rows += [
@@ -126,27 +136,30 @@ def softmax_frame(
     return pd.DataFrame(rows)
 
 
-def lipschitz_frame(seq_lens=(4, 16, 64, 256), growth=0.0, ball_bound=120.0) -> pd.DataFrame:
-    """Worst found 5 n^growth against an n-free bound over the ball."""
+def lipschitz_frame(
+    seq_lens=(4, 16, 64, 256), growth=0.0, ball_bound=120.0, draws=2
+) -> pd.DataFrame:
+    """Per draw, worst found (5 + draw) n^growth against an n-free bound over the ball."""
     rows = []
-    for n in seq_lens:
-        for norm in ("inf", "frobenius"):
-            worst = 5.0 * (n / seq_lens[0]) ** growth
-            bound = ball_bound if norm == "inf" else ball_bound * np.sqrt(n)
-            rows.append(
-                {
-                    "seq_len": n,
-                    "sample": 0,
-                    "norm": norm,
-                    "estimate": 3.0,
-                    "worst": worst,
-                    "bound": 100.0,
-                    "ball_bound": bound,
-                    "worst_over_estimate": worst / 3.0,
-                    "worst_over_bound": worst / bound,
-                    "p_max_min": 0.3,
-                }
-            )
+    for draw in range(draws):
+        for n in seq_lens:
+            for norm in ("inf", "frobenius"):
+                worst = (5.0 + draw) * (n / seq_lens[0]) ** growth
+                bound = ball_bound if norm == "inf" else ball_bound * np.sqrt(n)
+                rows.append(
+                    {
+                        "seq_len": n,
+                        "draw": draw,
+                        "p_max_min": 0.3,
+                        "norm": norm,
+                        "estimate": 3.0,
+                        "worst": worst,
+                        "bound": 100.0,
+                        "ball_bound": bound,
+                        "worst_over_estimate": worst / 3.0,
+                        "bound_over_worst": bound / worst,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -314,6 +327,25 @@ def test_sink_claim_not_run_without_strong_sinks(checked):
     assert claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION) is None
 
 
+def test_sink_claim_tests_the_emulated_format_and_reports_the_casts(checked):
+    frame = softmax_frame(cast_floor=1e-5)  # a floor: the fp16 bound does not fall
+    finding = claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    assert finding.holds
+    assert finding.value.startswith("m7: ")
+    assert "torch casts, median bound/error: fp16 " in finding.value
+
+
+def test_bounds_fail_when_a_cast_entry_exceeds_its_bound(checked):
+    frame = softmax_frame(cast_floor=1e-5)
+    above = (frame.format == "fp16") & (frame.metric == "worst_entry") & (frame.p_max == 0.5)
+    frame.loc[above, "measured"] = 2 * frame.loc[above, "bound"]
+    finding = claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
+    assert not finding.holds
+    assert "softmax 1/" in finding.value
+    frame.loc[above, "measured"] = frame.loc[above, "bound"]  # equal: within the bound
+    assert claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION).holds
+
+
 # --- N.4 --------------------------------------------------------------------------------------
 
 
@@ -344,12 +376,31 @@ def test_length_free_lipschitz_bound(checked):
     )
     assert finding.holds
     assert "Euclidean bound slope 0.5 " in finding.value
+    assert "(2 draws, n = 4..256)" in finding.value
+    assert "n=4 20-24" in finding.value  # 120 / 6 and 120 / 5: the spread over the draws
 
 
 def test_lipschitz_claim_fails_when_the_constant_grows_as_sqrt_n(checked):
     frame = lipschitz_frame(growth=0.5)
     tables = {claims.LIPSCHITZ: checked(frame, Lipschitz)}
     assert not claims.length_free_lipschitz(tables, SECTION).holds
+
+
+def test_lipschitz_claim_fails_when_one_draw_grows(checked):
+    frame = lipschitz_frame()
+    grows = (frame.draw == 1) & (frame.norm == "inf")
+    frame.loc[grows, "worst"] = 5.0 * np.sqrt(frame.seq_len[grows] / 4)
+    finding = claims.length_free_lipschitz({claims.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
+    assert not finding.holds
+    assert "to 0.5 (2 draws" in finding.value
+
+
+def test_lipschitz_claim_fails_when_a_found_constant_exceeds_the_bound(checked):
+    frame = lipschitz_frame()
+    frame.loc[(frame.draw == 0) & (frame.seq_len == 16) & (frame.norm == "inf"), "worst"] = 130.0
+    finding = claims.length_free_lipschitz({claims.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
+    assert not finding.holds
+    assert "1 of " in finding.value
 
 
 def test_lipschitz_claim_not_run_on_one_length(checked):

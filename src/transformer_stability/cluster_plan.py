@@ -12,7 +12,6 @@ limit (a sweep whose items would be is split into more, smaller items by its con
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,33 +21,26 @@ import yaml
 from snakemake.utils import update_config
 
 from transformer_stability.registry import SWEEPS, sweep_study, validate
-from transformer_stability.work import Work
+from transformer_stability.sweeps import sweep_segments
+from transformer_stability.work import (
+    FLOP_PER_SECOND,
+    GRANULE_MIN,
+    LIMIT_MIN,
+    MARGIN,
+    SECONDS_PER_STEP,
+    STARTUP_SECONDS,
+    Work,
+    estimate_seconds,
+    request_minutes,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 DOCS = ROOT / "docs" / "cluster.md"
 PRESET = ("config.yaml", "config/paper.yaml")
 
-FLOP_PER_SECOND = 10e12
-"""Sustained rate of one GPU job: a sixth of an H100/H200's fp32 or fp64 peak, about half of an
-A100's fp32 peak, for models whose matrices are small next to an LLM's."""
-SECONDS_PER_STEP = 2e-3
-"""Floor of one optimizer step of a small batched program: tens of kernel launches and Python."""
-STARTUP_SECONDS = 300
-"""Every job's start: Python, torch and CUDA, building the model, reading the data."""
-MARGIN = 1.5
-GRANULE_MIN = 10
-"""Requests are rounded up to whole multiples of this many minutes."""
-LIMIT_MIN = 120
-"""No planned job may ask for more: a sweep whose items would is split into smaller items."""
-
 _BEGIN = "<!-- cluster plan: written by `python -m transformer_stability.cluster_plan --write` -->"
 _END = "<!-- end of the cluster plan -->"
-
-
-def estimate_seconds(work: Work) -> float:
-    """One job's estimate: start-up, arithmetic at the sustained rate, sequential steps."""
-    return STARTUP_SECONDS + work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
 
 
 @dataclass(frozen=True)
@@ -59,6 +51,7 @@ class RulePlan:
     jobs: int
     largest: str
     work: Work
+    total_seconds: float = 0.0  # every job's own estimate, summed
 
     @property
     def seconds(self) -> float:
@@ -66,8 +59,7 @@ class RulePlan:
 
     @property
     def minutes(self) -> int:
-        """The request: the estimate times the margin, rounded up to whole granules."""
-        return math.ceil(self.seconds * MARGIN / 60 / GRANULE_MIN) * GRANULE_MIN
+        return request_minutes(self.work)
 
 
 def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
@@ -81,16 +73,22 @@ def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
 
 def plan(config: dict[str, Any]) -> list[RulePlan]:
     """Every sweep with a declared work, of the studies the config runs, in registry order; one
-    job per item (the cluster profile's set-scatter)."""
+    job per item (the cluster profile's set-scatter), or per item and segment for a sweep cut
+    into segments (its earlier segments under the segment rule, each a share of the work)."""
     plans = []
     for sweep in SWEEPS.values():
         study = sweep_study(sweep).name
         if sweep.work is None or study not in config["studies"]:
             continue
         items = sweep.items(config[study], config["seed"])
-        works = {item.id: sweep.work(item) for item in items}
+        count = sweep_segments(items)
+        works = {item.id: sweep.work(item).part(count) for item in items}
         largest = max(works, key=lambda item: estimate_seconds(works[item]))
-        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest]))
+        total = sum(estimate_seconds(work) for work in works.values())
+        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total))
+        if count > 1:
+            jobs, rest = len(items) * (count - 1), total * (count - 1)
+            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest))
     return plans
 
 
@@ -116,6 +114,13 @@ def table(plans: list[RulePlan]) -> str:
             f"| `{p.rule}` | {p.jobs} | `{p.largest}` | {p.work.what} | "
             f"{p.work.flop:.2g}{steps} | {_minutes(p.seconds)} | {p.minutes} min{over} |"
         )
+    estimated = sum(p.total_seconds for p in plans) / 3600
+    requested = sum(p.jobs * p.minutes for p in plans) / 60
+    lines += [
+        "",
+        f"In all, {sum(p.jobs for p in plans)} GPU jobs: {estimated:.0f} GPU hours estimated "
+        f"(each job's own work), {requested:.0f} GPU hours requested.",
+    ]
     return "\n".join(lines) + "\n"
 
 

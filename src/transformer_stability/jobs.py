@@ -1,9 +1,12 @@
 """The body every sweep-chunk script shares: log to the rule's log, use the rule's threads and
-the configured device, compute the chunk's items, write the chunk table."""
+the configured device, compute the chunk's items, write the chunk table; and, for a sweep
+trained in segments, the body of a segment job and its checkpoints."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -34,3 +37,32 @@ def chunk_job(
         str(device),
         model,
     )
+
+
+def save_checkpoint(states: Mapping[str, Any], path: str | Path) -> None:
+    """Write the chunk's states {item id: state} atomically: a killed job leaves none."""
+    path = Path(path)
+    part = path.with_name(f".{path.name}.part")
+    torch.save(dict(states), part)
+    os.replace(part, path)
+
+
+def load_checkpoint(paths: Sequence[str]) -> dict[str, Any]:
+    """The states {item id: state} a job resumes from, on the CPU ({} for a first segment:
+    `paths` empty)."""
+    return {k: v for path in paths for k, v in torch.load(path, map_location="cpu").items()}
+
+
+def segment_job(snakemake: Any, advance: Callable[[Any, torch.device, int, Any], Any]) -> None:
+    """Run `advance(item, device, segment, state)` (state None for the first segment) for every
+    item of the chunk and write the states it returns to the job's checkpoint."""
+    setup_logging(snakemake.log[0])
+    torch.set_num_threads(snakemake.threads)
+    device = resolve_device(snakemake.params.device)
+    resumed = load_checkpoint(snakemake.input.resume)
+    segment = snakemake.params.segment
+    states = {
+        item.id: advance(item, device, segment, resumed.get(item.id))
+        for item in snakemake.params.chunk_items
+    }
+    save_checkpoint(states, snakemake.output[0])

@@ -1,23 +1,26 @@
 """Shared figure machinery: Agg backend, one seaborn theme, and
-the declaration every figure of the registry (`registry.py`) is made of."""
+the declaration every figure of the registry (`registry.py`) is made of.
+
+matplotlib is imported where a figure is drawn, not when a figure is declared: every Snakemake
+invocation and most jobs import the registry (its declarations) and draw nothing."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
 from jinja2 import Environment, StrictUndefined
 
 from transformer_stability.settings import Settings, read_settings, tables_settings
 
-matplotlib.use("Agg")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+os.environ.setdefault("MPLBACKEND", "Agg")  # files only, whoever imports pyplot first
 
 
 @dataclass(frozen=True)
@@ -86,5 +89,27 @@ def seaborn() -> ModuleType:
 
 
 def set_style() -> None:
+    import matplotlib
+
     seaborn().set_theme(context="paper", style="ticks", font_scale=1.1)
-    plt.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
+    matplotlib.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
+
+
+def new_figure(**kwargs: Any) -> Figure:
+    """A matplotlib Figure (not registered with pyplot, so nothing keeps it alive)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
+def legend_line(**kwargs: Any):
+    """A legend entry drawn as a line with `kwargs` (colour, style, marker, label)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **kwargs)
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], **kwargs: Any):
+    """(figure, axes) as pyplot.subplots gives them, on a constrained-layout `new_figure`."""
+    fig = new_figure(figsize=figsize, layout="constrained")
+    return fig, fig.subplots(nrows, ncols, **kwargs)

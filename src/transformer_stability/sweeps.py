@@ -78,6 +78,22 @@ class Sweep:
         study, name = self.tables[output].split("/")
         return f"results/{study}/items/{name}/{{chunk}}.csv"
 
+    @property
+    def segment_rule(self) -> str:
+        """The rule of a segmented sweep's earlier segments (the chunk rule runs the last)."""
+        return f"{self.rule}_segment"
+
+    @property
+    def checkpoint(self) -> str:
+        """The path pattern of a chunk's state after a segment (wildcards `chunk`, `segment`)."""
+        study, name = next(iter(self.tables.values())).split("/")
+        return f"results/{study}/checkpoints/{name}/{{chunk}}/segment{{segment}}.pt"
+
+
+def sweep_segments(items: Sequence[Item]) -> int:
+    """How many segments every item of a sweep is trained in (an item without `segments`: 1)."""
+    return max((getattr(item, "segments", 1) for item in items), default=1)
+
 
 def chunk_items(items: Sequence[T], count: int) -> dict[str, tuple[T, ...]]:
     """The items split into min(count, len(items)) chunks, by chunk name, in item order."""

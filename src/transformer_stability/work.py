@@ -1,10 +1,12 @@
 """What one job of a sweep costs, declared by each study next to its sweeps (`Sweep.work`), so that
 the cluster plan (cluster_plan.py) asks SLURM for time from arithmetic, not from guesses typed
-into the profile. Torch-free: the workflow and the plan enumerate items without torch."""
+into the profile; and how many resumable segments a job too long for one request is cut into.
+Torch-free: the workflow and the plan enumerate items without torch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,15 @@ class Work:
     flop: float
     steps: int = 0
     what: str = ""
+
+    def part(self, segments: int) -> Work:
+        """One of `segments` equal consecutive parts of this work."""
+        if segments == 1:
+            return self
+        steps = math.ceil(self.steps / segments)
+        return replace(
+            self, flop=self.flop / segments, steps=steps, what=f"{self.what}, 1/{segments}"
+        )
 
 
 def transformer_flop(layers: int, width: int, tokens: int, mlp_ratio: float = 4.0) -> float:
@@ -29,3 +40,37 @@ def transformer_flop(layers: int, width: int, tokens: int, mlp_ratio: float = 4.
 TRAIN_FACTOR = 3
 """A training step or a Jacobian-vector product in forward or reverse mode costs about three
 forward passes (the backward pass twice the forward)."""
+
+
+FLOP_PER_SECOND = 10e12
+"""Sustained rate of one GPU job: a sixth of an H100/H200's fp32 or fp64 peak, about half of an
+A100's fp32 peak, for models whose matrices are small next to an LLM's."""
+SECONDS_PER_STEP = 2e-3
+"""Floor of one optimizer step of a small batched program: tens of kernel launches and Python."""
+STARTUP_SECONDS = 300
+"""Every job's start: Python, torch and CUDA, building the model, reading the data."""
+MARGIN = 1.5
+GRANULE_MIN = 10
+"""Requests are rounded up to whole multiples of this many minutes."""
+LIMIT_MIN = 120
+"""No planned job may ask for more: a longer item is cut into segments (`segments()`)."""
+MAX_SEGMENTS = 100
+
+
+def estimate_seconds(work: Work) -> float:
+    """One job's estimate: start-up, arithmetic at the sustained rate, sequential steps."""
+    return STARTUP_SECONDS + work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
+
+
+def request_minutes(work: Work) -> int:
+    """A job's time request: the estimate times the margin, rounded up to whole granules."""
+    return math.ceil(estimate_seconds(work) * MARGIN / 60 / GRANULE_MIN) * GRANULE_MIN
+
+
+def segments(work: Work) -> int:
+    """The fewest equal segments (jobs, each resuming from the previous one's checkpoint) whose
+    requests each fit LIMIT_MIN; every segment pays the start-up again."""
+    for count in range(1, MAX_SEGMENTS + 1):
+        if request_minutes(work.part(count)) <= LIMIT_MIN:
+            return count
+    raise ValueError(f"{work.what}: over {MAX_SEGMENTS} segments of {LIMIT_MIN} min")

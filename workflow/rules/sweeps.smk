@@ -1,12 +1,33 @@
 # One chunk rule per sweep, generated from the studies' sweep declarations
 # (transformer_stability/registry.py: SWEEPS; each declared once in its study's items module).
 # A chunk job computes its items and writes one chunk table per declared output; one gather job
-# per table (gather.smk) puts the chunks' rows back in the sweep's item order.
+# per table (gather.smk) puts the chunks' rows back in the sweep's item order. A sweep whose
+# items are trained in segments (the cluster plan's time limit, work.segments) gets a segment
+# rule: segment k of a chunk resumes from the checkpoint of segment k - 1 and writes its own;
+# the chunk job runs the last segment from the last checkpoint. Checkpoints are temp(): deleted
+# once the next segment has finished.
 
 
 def chunk_lookup(chunked):
     """The items of the job's chunk (a rule's params)."""
     return lambda wildcards: chunked[wildcards.chunk]
+
+
+def resume_lookup(checkpoint, segment):
+    """The checkpoint a segment resumes from (none for the first); `segment` maps the job's
+    wildcards to its segment number."""
+
+    def resume(wildcards):
+        k = segment(wildcards)
+        return (
+            [checkpoint.format(chunk=wildcards.chunk, segment=k - 1)] if k > 1 else []
+        )
+
+    return resume
+
+
+def segment_number(wildcards):
+    return int(wildcards.segment)
 
 
 for sweep in SWEEPS.values():
@@ -15,6 +36,7 @@ for sweep in SWEEPS.values():
     section = settings[sweep_study(sweep).name]
     items = sweep.items(section, settings["seed"])
     chunked = chunks(sweep.rule, items)
+    segments = sweep_segments(items)
     for output, table in sweep.tables.items():
         GATHERED[table] = (
             sweep.chunk_table(output),
@@ -33,6 +55,9 @@ for sweep in SWEEPS.values():
                 f"{workflow.basedir}/workflow/scripts/{sweep.script}",
             ],
             outside=sweep.inputs(section),
+            resume=resume_lookup(
+                sweep.checkpoint, lambda wildcards, last=segments: last
+            ),
         output:
             **{output: sweep.chunk_table(output) for output in sweep.tables},
         log:
@@ -53,3 +78,36 @@ for sweep in SWEEPS.values():
             # a rule's script is read when its job runs, after this loop has moved on: take the
             # name from the job's own params, not from the loop variable
             "../scripts/{params.script}"
+
+    if segments > 1:
+
+        rule:
+            name:
+                sweep.segment_rule
+            input:
+                sources=[
+                    *code(sweep.script),
+                    f"{workflow.basedir}/workflow/scripts/{sweep.script}",
+                ],
+                outside=sweep.inputs(section),
+                resume=resume_lookup(sweep.checkpoint, segment_number),
+            output:
+                temp(sweep.checkpoint),
+            log:
+                f"results/logs/{sweep.segment_rule}/{{chunk}}_segment{{segment}}.log",
+            benchmark:
+                f"results/benchmarks/{sweep.segment_rule}/{{chunk}}_segment{{segment}}.tsv"
+            wildcard_constraints:
+                chunk=one_of(chunked),
+                segment=one_of(map(str, range(1, segments))),
+            conda:
+                "../../envs/pipeline.yaml"
+            resources:
+                gpu=GPU_TOKENS if sweep.gpu else 0,
+            params:
+                chunk_items=chunk_lookup(chunked),
+                device=settings["device"] if sweep.gpu else "cpu",
+                script=sweep.script,
+                segment=segment_number,
+            script:
+                "../scripts/{params.script}"

@@ -14,7 +14,7 @@ from typing import Any
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.sweeps import Sweep
-from transformer_stability.work import TRAIN_FACTOR, Work, transformer_flop
+from transformer_stability.work import TRAIN_FACTOR, Work, segments, transformer_flop
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -183,31 +183,37 @@ class TrainRun:
 @dataclass(frozen=True)
 class TrainItem:
     """One batched group of training runs: every run shares the architecture (norm, depth), so
-    their parameters stack and train as one tensor program; they differ in α₀, init multiplier
-    (attn_mult = mlp_mult) and learning rate. `spec` has alpha None and multipliers 1;
-    init_std is the config's setting ('vit_b' or a std), resolved where the models are built."""
+    their parameters stack and train as one tensor program; they differ in seed, α₀, init
+    multiplier (attn_mult = mlp_mult) and learning rate. `spec` has alpha None and multipliers
+    1; init_std is the config's setting ('vit_b' or a std), resolved where the models are
+    built."""
 
     spec: ViTSpec
     init_std: str | float
     alphas: tuple[float | None, ...]
     mults: tuple[float, ...]
     lrs: tuple[float, ...]
-    seed: int
+    seeds: tuple[int, ...]
     data: TrainData
     schedule: Schedule
+    segments: int = 1  # jobs that train it in turn, each from the previous one's checkpoint
 
     @property
     def id(self) -> str:
-        tail = f"depth{self.spec.depth}_seed{self.seed}"
+        tail = f"depth{self.spec.depth}"
         if len(self.runs) > 1:
             return f"{self.spec.norm}_{tail}"
         (run,) = self.runs
-        return f"{variant_id(self.spec.norm, run.alpha)}_mult{run.mult:g}_lr{run.lr:g}_{tail}"
+        return (
+            f"{variant_id(self.spec.norm, run.alpha)}_mult{run.mult:g}_lr{run.lr:g}_{tail}"
+            f"_seed{run.seed}"
+        )
 
     @property
     def runs(self) -> tuple[TrainRun, ...]:
         return tuple(
-            TrainRun(alpha, mult, lr, self.seed)
+            TrainRun(alpha, mult, lr, seed)
+            for seed in self.seeds
             for alpha in self.alphas
             for mult in self.mults
             for lr in self.lrs
@@ -367,10 +373,11 @@ def _train_task(cfg: dict[str, Any], img_size: int, seed: int) -> TrainData:
 
 
 def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
-    """The trainability grid, one item per (norm, depth, seed): every α₀ at every init
-    multiplier and every peak rate of train.lrs, pre-LN alongside, at every depth of
-    train.depths; seeds seed .. seed + train.seeds - 1. With train.batched false every run is
-    its own item (a job per ViT-B run at paper scale)."""
+    """The trainability grid, one item per (norm, depth): every seed (seed .. seed +
+    train.seeds - 1), α₀, init multiplier and peak rate of train.lrs, pre-LN alongside, at
+    every depth of train.depths. With train.batched false every run is its own item (a job per
+    ViT-B run at paper scale). Every item is trained in the segments that the cluster plan's
+    largest item needs to keep each job under the time limit (work.segments; 1 on a CPU)."""
     cfg = apjn["train"]
     model = cfg["model"]
     base = ViTSpec.from_config({**model, "depth": 1}, relu=cfg["activation"] == "relu")
@@ -389,21 +396,21 @@ def train_items(apjn: dict[str, Any], seed: int) -> list[TrainItem]:
             alphas,
             tuple(cfg["mults"]),
             tuple(cfg["lrs"]),
-            run_seed,
+            tuple(range(seed, seed + cfg["seeds"])),
             task,
             schedule,
         )
         for depth in sorted(set(cfg["depths"]), reverse=True)
         for norm, alphas in norms
-        for run_seed in range(seed, seed + cfg["seeds"])
     ]
-    if cfg["batched"]:
-        return groups
-    return [
-        replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,))
-        for group in groups
-        for run in group.runs
-    ]
+    if not cfg["batched"]:
+        groups = [
+            replace(group, alphas=(run.alpha,), mults=(run.mult,), lrs=(run.lr,), seeds=(run.seed,))
+            for group in groups
+            for run in group.runs
+        ]
+    count = max(segments(train_work(group)) for group in groups)
+    return [replace(group, segments=count) for group in groups]
 
 
 def end_to_end_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:

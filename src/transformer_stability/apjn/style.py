@@ -4,8 +4,6 @@ this, so restyling never reruns a measurement."""
 from __future__ import annotations
 
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.colors import Colormap
 
 from transformer_stability.apjn.names import NormName
 
@@ -33,7 +31,9 @@ def variant_colors(norm_alphas: list[tuple[str, float | None]]) -> dict[tuple, o
             colors[("ln", None)] = NORM_COLORS["ln"]
             continue
         name, lo, hi = NORM_CMAPS[norm]
-        cmap: Colormap = colormaps[name]
+        from matplotlib import colormaps
+
+        cmap = colormaps[name]
         for alpha, pos in zip(alphas, np.linspace(lo, hi, max(len(alphas), 1)), strict=True):
             colors[(norm, alpha)] = cmap(pos if len(alphas) > 1 else hi)
     return colors

@@ -4,12 +4,10 @@ table live in counting/rates.py) and compute nothing themselves."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 from transformer_stability.counting.style import (
     PLACEMENT_COLORS,
@@ -18,7 +16,11 @@ from transformer_stability.counting.style import (
     READOUT_COLORS,
 )
 from transformer_stability.counting.tables import QUORUM
-from transformer_stability.plotting import FigureSpec, set_style
+from transformer_stability.plotting import FigureSpec, new_figure, set_style
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 PLACEMENTS = tuple(PLACEMENT_LABELS)  # panel and legend order
 
@@ -26,7 +28,7 @@ PLACEMENTS = tuple(PLACEMENT_LABELS)  # panel and legend order
 def plot_geometry(geometry: pd.DataFrame) -> Figure:
     """C1: psi(z(c, 0)) of each construction on its best 2-plane, coloured by c."""
     set_style()
-    fig = Figure(figsize=(15, 6.2), layout="constrained")
+    fig = new_figure(figsize=(15, 6.2), layout="constrained")
     axes = fig.subplots(2, len(PLACEMENTS))
     length = int(geometry["L"].iloc[0])
     scatter = None
@@ -81,7 +83,7 @@ def plot_bmin(
     set_style()
     d = int(theory["d"].min())
     theory = theory[theory["d"] == d]
-    fig = Figure(figsize=(9, 5.6), layout="constrained")
+    fig = new_figure(figsize=(9, 5.6), layout="constrained")
     ax = fig.subplots()
     reg = theory[(theory["readout"] == "regression") & (theory["attention"] == "softmax")]
     for placement in PLACEMENTS:
@@ -154,6 +156,8 @@ def _length_axis(ax, lengths) -> None:
 
 def _log_ticks(ax) -> None:
     """Labelled 1-2-5 ticks on a log y axis that spans less than a few decades."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -170,7 +174,7 @@ def plot_training(training: pd.DataFrame) -> Figure:
     free = _unconstrained(training)
     if free.empty:
         raise ValueError("C3 needs unconstrained training runs (B = inf); training.csv has none")
-    fig = Figure(figsize=(12, 4.3), layout="constrained")
+    fig = new_figure(figsize=(12, 4.3), layout="constrained")
     ax_acc, ax_bal, ax_norm = fig.subplots(1, 3)
     for readout, part in free.groupby("readout"):
         color = READOUT_COLORS[readout]
@@ -277,6 +281,8 @@ def _bmin_panel(ax, runs: pd.DataFrame, found: pd.DataFrame, color: str, fit: st
 def _success_panel(ax: Axes, success: pd.DataFrame) -> None:
     """Regression: the fraction of seeds exact against B / lower bound, one line per L; the
     quorum that defines B_min and the lower bound (below it no parameters count)."""
+    from matplotlib import colormaps
+
     cmap = colormaps["viridis"]
     lengths = sorted(success["L"].unique())
     for i, length in enumerate(lengths):
@@ -323,7 +329,7 @@ def plot_constrained(
     against B / lower bound, B_min per L over every run (with the theory's lower bound and
     construction), and every run's largest error against B / lower bound."""
     set_style()
-    fig = Figure(figsize=(15, 4.8), layout="constrained")
+    fig = new_figure(figsize=(15, 4.8), layout="constrained")
     ax_frac, ax_bmin, ax_err = fig.subplots(1, 3)
     runs = training[np.isfinite(training["B"]) & (training["readout"] == "regression")]
     if runs.empty:
@@ -353,6 +359,8 @@ def plot_constrained(
     ax_bmin.set_title("regression: trained $B_{\\min}$ and every run")
     ax_bmin.legend(fontsize=6.5, frameon=False, loc="upper left")
     reg = runs[~_diverged(runs)]
+    from matplotlib import colormaps
+
     cmap = colormaps["viridis"]
     for i, (length, part) in enumerate(reg.groupby("L")):
         ax_err.scatter(
@@ -401,7 +409,7 @@ def plot_exponent_table(table: pd.DataFrame) -> Figure:
         ]
         for r in table.itertuples()
     ]
-    fig = Figure(figsize=(15, 0.32 * len(cells) + 0.8), layout="constrained")
+    fig = new_figure(figsize=(15, 0.32 * len(cells) + 0.8), layout="constrained")
     ax = fig.subplots()
     ax.axis("off")
     header = [
@@ -485,7 +493,7 @@ def plot_precision(precision: pd.DataFrame, success: pd.DataFrame, rates: pd.Dat
     prec = precision[precision["d"] == d]
     built = prec[prec["source"] == "construction"]
     trained = prec[(prec["source"] == "training") & (prec["accuracy"] >= 1.0)]
-    fig = Figure(figsize=(17, 7.0), layout="constrained")
+    fig = new_figure(figsize=(17, 7.0), layout="constrained")
     ax_norm, ax_store, ax_margin, ax_f32 = fig.subplots(1, 4)
     for (placement, readout), part in built.groupby(["placement", "readout"]):
         part = part.sort_values("L")
@@ -593,7 +601,7 @@ def plot_residual(residual: pd.DataFrame, training: pd.DataFrame) -> Figure:
     which reaches 0 at a norm that does not depend on L."""
     set_style()
     length, d = int(residual["L"].iloc[0]), int(residual["d"].iloc[0])
-    fig = Figure(figsize=(11, 5.6), layout="constrained")
+    fig = new_figure(figsize=(11, 5.6), layout="constrained")
     ax = fig.subplots()
     softmax = residual[residual["attention"] == "softmax"]
     for placement, part in softmax.groupby("placement", sort=False):

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import numerics_model_name
@@ -15,34 +13,39 @@ from transformer_stability.numerics.style import (
     ALPHA_CMAP,
     NUMERICS_NORM_COLORS,
     OMEGA_LABELS,
+    SOFTMAX_FORMAT_COLORS,
     SOFTMAX_MODE_COLORS,
     SOURCE_COLORS,
 )
-from transformer_stability.plotting import FigureSpec, set_style
+from transformer_stability.plotting import FigureSpec, legend_line, set_style, subplots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _alpha_colors(alphas) -> dict:
     """One discrete colour per residual scaling α (few values: a legend, not a colour bar)."""
     alphas = sorted(set(alphas))
-    cmap = plt.get_cmap(ALPHA_CMAP)
+    from matplotlib import colormaps
+
+    cmap = colormaps[ALPHA_CMAP]
     spots = [0.5] if len(alphas) == 1 else [0.9 * i / (len(alphas) - 1) for i in range(len(alphas))]
     return {a: cmap(x) for a, x in zip(alphas, spots, strict=True)}
 
 
 def _alpha_legend(fig: Figure, colors: dict) -> None:
-    handles = [Line2D([], [], color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
+    handles = [legend_line(color=c, lw=2, label=f"α = {a:g}") for a, c in colors.items()]
     fig.legend(handles=handles, loc="outside right center", fontsize=8, title="residual scaling")
 
 
 def _grid(rows: list, cols: list, width: float = 3.6, height: float = 3.0, sharey="row"):
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(rows),
         len(cols),
         figsize=(width * len(cols), height * len(rows)),
         squeeze=False,
         sharex=True,
         sharey=sharey,
-        constrained_layout=True,
     )
     return fig, axes
 
@@ -110,9 +113,7 @@ def alpha_figure(table: pd.DataFrame, metric: str = "rel_linf") -> Figure:
     data = table[table.metric == metric]
     last = data[data.checkpoint == data.checkpoint.max()]
     models = sorted(last.model.unique())
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False, constrained_layout=True
-    )
+    fig, axes = subplots(1, len(models), figsize=(4.8 * len(models), 3.6), squeeze=False)
     for ax, model in zip(axes[0], models, strict=True):
         for precision, run in last[last.model == model].groupby("precision", sort=False):
             run = run.sort_values("alpha")
@@ -133,7 +134,7 @@ def weights_figure(table: pd.DataFrame) -> Figure:
     """N4: ω_OV, ω_UD (and ω_KQ) per block, one line per model."""
     set_style()
     quantities = ["omega_ov", "omega_ud", "omega_kq"]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    fig, axes = subplots(1, 3, figsize=(12, 3.4))
     for ax, quantity in zip(axes, quantities, strict=True):
         values = table[table.quantity == quantity]
         for model, run in values.groupby("model"):
@@ -166,13 +167,12 @@ def norms_figure(table: pd.DataFrame) -> Figure:
         ("err_bulk", "bound_bulk", "bulk coords: max |ŷ_i−y_i| / bulk spread"),
     ]
     bits = sorted(med.mantissa_bits.unique())
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(bits),
         len(panels),
         figsize=(15, 3.2 * len(bits)),
         squeeze=False,
         sharex=True,
-        constrained_layout=True,
     )
     for r, b in enumerate(bits):
         for c, (ax, (first, second, title)) in enumerate(zip(axes[r], panels, strict=True)):
@@ -204,10 +204,12 @@ def norms_figure(table: pd.DataFrame) -> Figure:
 
 
 def softmax_figure(table: pd.DataFrame) -> Figure:
-    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset."""
+    """N6: propagated logit error and evaluation error vs sink mass; error vs logit offset (the
+    emulated format); the sink rows through real torch casts, subnormals included."""
     set_style()
-    med = table.groupby(["sweep", "mode", "metric", "p_max", "offset"])[["measured", "bound"]]
-    med = med.median().reset_index()
+    emulated = table.format.str.fullmatch(r"m\d+") | (table["mode"] == "propagation")
+    med = table[emulated].groupby(["sweep", "mode", "metric", "p_max", "offset"])
+    med = med[["measured", "bound"]].median().reset_index()
     sink, offset = med[med.sweep == "sink"], med[med.sweep == "offset"]
     if sink.empty or offset.empty:
         missing = " and ".join(
@@ -216,7 +218,7 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         raise ValueError(
             f"N6 needs rows of both sweeps (sink, offset); softmax.csv has no {missing} rows"
         )
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), constrained_layout=True)
+    fig, axes = subplots(1, 4, figsize=(15, 3.8))
     prop = sink[sink["mode"] == "propagation"].sort_values("p_max")
     gain = prop[prop.metric == "l1_gain"]
     exact = prop[prop.metric == "jacobian_abs_sum"]
@@ -237,41 +239,83 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
         ax.set(yscale="log", xlabel=xlabel, title=title)
         if x == "p_max":
             ax.set_xscale("log")
+    _casts_panel(axes[3], table)
     for ax in axes:
         ax.legend(fontsize=7)
         ax.title.set_fontsize(10)
-    bits = int(table.mantissa_bits.iloc[0])
-    fig.suptitle(f"softmax evaluated with m = {bits} mantissa bits (median over rows)", fontsize=10)
+    bits = int(table[table.format.str.fullmatch(r"m\d+")].mantissa_bits.iloc[0])
+    fig.suptitle(
+        f"softmax evaluated with m = {bits} mantissa bits, float64's exponent range, and through "
+        "real torch casts (median over rows)",
+        fontsize=10,
+    )
     return fig
 
 
+def _casts_panel(ax, table: pd.DataFrame) -> None:
+    """The shifted evaluation's 1-norm error vs sink mass per torch cast, with its bound."""
+    rows = table[
+        (table.sweep == "sink")
+        & table.format.isin(list(SOFTMAX_FORMAT_COLORS))
+        & (table["mode"] == "shifted")
+        & (table.metric == "l1_abs")
+    ]
+    med = rows.groupby(["format", "p_max"])[["measured", "bound"]].median().reset_index()
+    for name, run in med.groupby("format"):
+        color = SOFTMAX_FORMAT_COLORS[name]
+        ax.plot(1 - run.p_max, run.measured, "o-", color=color, ms=4, label=name)
+        ax.plot(1 - run.p_max, run.bound, "--", color=color, label=f"{name} bound")
+    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="torch casts, shifted: ‖p̂ − p‖₁")
+    if med.empty:
+        ax.set_title("torch casts: none in this table")
+
+
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
-    """N7: Lipschitz estimates of self-attention at random inputs and the worst found over the
-    R-ball, with the bounds over the ball, against length n."""
+    """N7: Lipschitz constants of self-attention at random inputs and the worst found over the
+    R-ball, with the bounds over the ball, against length n; every weight draw shown (its
+    weights serve every n), and the bound's margin over the worst found per draw."""
     set_style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    fig, axes = subplots(1, 3, figsize=(11, 3.6))
     titles = {
         "inf": ("token-wise ∞-norm", "bound ω_OV(1 + 2ω_KQ R²) over the ball"),
         "frobenius": ("Euclidean (Frobenius) norm", "classical bound ∝ √n over the ball"),
     }
-    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=True):
+    for ax, (norm, (title, bound_label)) in zip(axes, titles.items(), strict=False):
         data = table[table.norm == norm]
         if data.empty:  # a log axis cannot hold an empty line: leave this norm's panel blank
             ax.set_title(f"{title}: not in this table")
             continue
-        stats = data.groupby("seq_len")[["estimate", "worst", "ball_bound"]].median()
-        stats = stats.reset_index()
-        ax.plot(data.seq_len, data.estimate, ".", color="tab:blue", alpha=0.5)
-        ax.plot(stats.seq_len, stats.estimate, "o-", color="tab:blue", label="random inputs")
-        found = data.dropna(subset=["worst"])
-        if not found.empty:
-            worst = found.groupby("seq_len").worst.max().reset_index()
-            ax.plot(worst.seq_len, worst.worst, "^-", color="tab:orange", label="worst found")
-        ax.plot(stats.seq_len, stats.ball_bound, "s--", color="tab:red", label=bound_label)
+        for column, style, color, label in [
+            ("estimate", "o-", "tab:blue", "random input"),
+            ("worst", "^-", "tab:orange", "worst found (ascent)"),
+            ("ball_bound", "s--", "tab:red", bound_label),
+        ]:
+            _draw_spread(ax, data.dropna(subset=[column]), column, style, color, label)
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", title=title)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     axes[0].set_ylabel("local Lipschitz constant")
+    fig.suptitle("median over the weight draws; band: their min to max", fontsize=9)
+    inf = table[(table.norm == "inf")].dropna(subset=["bound_over_worst"])
+    for draw, run in inf.groupby("draw"):
+        run = run.sort_values("seq_len")
+        axes[2].plot(run.seq_len, run.bound_over_worst, "o-", ms=3, label=f"draw {draw}")
+    axes[2].set(xscale="log", yscale="log", xlabel="sequence length n", ylim=(1, None))
+    axes[2].set_title("∞-norm: bound over the ball / worst found")
+    if not inf.empty:
+        axes[2].legend(fontsize=7, title="weights", title_fontsize=7)
+    for ax in axes:
+        ax.title.set_fontsize(10)
     return fig
+
+
+def _draw_spread(ax, data: pd.DataFrame, column: str, style: str, color: str, label: str) -> None:
+    """Median over the weight draws per n as a line, their min-max as a band, draws as dots."""
+    if data.empty:
+        return
+    stats = data.groupby("seq_len")[column].agg(["median", "min", "max"]).reset_index()
+    ax.plot(data.seq_len, data[column], ".", color=color, alpha=0.4)
+    ax.plot(stats.seq_len, stats["median"], style, color=color, ms=4, label=label)
+    ax.fill_between(stats.seq_len, stats["min"], stats["max"], color=color, alpha=0.15, lw=0)
 
 
 def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
@@ -282,12 +326,11 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
     set_style()
     models = sorted(table.model.unique())
     colors = _alpha_colors(table.alpha)
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(models),
         4,
         figsize=(7.5, 2.4 * len(models) + 0.9),
         squeeze=False,
-        constrained_layout=True,
     )
     for r, model in enumerate(models):
         runs, alone = table[table.model == model], isolated[isolated.model == model]
@@ -302,7 +345,7 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
         axes[r, 0].axhspan(0.1, 10, color="0.9", zorder=0)
         _format_ratios(axes[r, 2], runs, colors)
         _amplification_panel(axes[r, 3], runs[runs.precision == runs.precision.iloc[0]], colors)
-    handles = [Line2D([], [], color=SOURCE_COLORS[s], lw=1.5, label=s) for s in SOURCE_COLORS]
+    handles = [legend_line(color=SOURCE_COLORS[s], lw=1.5, label=s) for s in SOURCE_COLORS]
     fig.legend(
         handles=handles,
         loc="outside lower center",
@@ -311,7 +354,7 @@ def recursion_figure(table: pd.DataFrame, isolated: pd.DataFrame) -> Figure:
         title_fontsize=6,
         title="rounding source (alone; all: every source)",
     )
-    handles = [Line2D([], [], color=c, lw=1.5, label=f"α = {a:g}") for a, c in colors.items()]
+    handles = [legend_line(color=c, lw=1.5, label=f"α = {a:g}") for a, c in colors.items()]
     axes[0, 3].legend(handles=handles, fontsize=6, loc="best")
     return fig
 
@@ -475,16 +518,21 @@ results/numerics/norms.csv.
         plot=softmax_figure,
         caption="""\
 {% set n = config["numerics"] %}
-N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. Left: logit errors
-of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact sum
-of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences logit
-errors. Middle: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
-bits, unshifted vs shifted (exp of z - max z), with the rigorous bounds (dashed), which keep the
-correlation of the sink's rounded exponential in numerator and sum and so fall with 1 - p_max
-like the error (a few times above it). Right: the largest
+N6. Softmax rows of length {{ n["softmax"]["n"] }} with a sink of mass p_max. First panel: logit
+errors of size eta carried to the probabilities, the 1-norm gain against 1 - p_max with the exact
+sum of absolute Jacobian entries 2(1 - sum p^2) and the bound 2(1 - p_max^2): a sink silences
+logit errors. Second: 1-norm error of the evaluation with m = {{ n["softmax"]["mantissa_bits"] }}
+bits in float64's exponent range, unshifted vs shifted (exp of z - max z), with the rigorous
+bounds (dashed), which keep the correlation of the sink's rounded exponential in numerator and
+sum and so fall with 1 - p_max like the error (a few times above it). Third: the largest
 componentwise relative error against a common logit offset at p_max =
 {{ n["softmax"]["offset_p_max"] }}: unshifted grows with the offset (sensitivity abs(z)),
-shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
+shifted does not (abs(z - max z)). Right: the same sink rows evaluated through real torch casts
+({{ n["softmax"]["formats"] | join(", ") }}; shifted), whose bound also models gradual
+underflow: below the normal range (fp16: 2^-14, reached by tails of about e^-10 relative to the
+sink) a rounding errs by up to half the subnormal spacing, not relatively, which puts a floor
+under the error and the bound as the tail mass falls. Unshifted fp16 overflows once the sink
+logit exceeds ln 65504 (the bound is then infinite). Data: results/numerics/softmax.csv.
 """,
         labels=_synthetic_labels(
             "N6",
@@ -502,15 +550,17 @@ shifted does not (abs(z - max z)). Data: results/numerics/softmax.csv.
 {% set n = config["numerics"] %}
 N7. Local Lipschitz constant of single-head self-attention (width {{ n["lipschitz"]["dim"] }},
 weights N(0, 1/d), inputs in the ball max abs(x) <= R = {{ n["lipschitz"]["radius"] }}) against the
-sequence length n. Blue: at inputs uniform in [-R, R] (dots: single draws; line: median).
-Orange: the worst found by projected sign-gradient ascent over the ball
-({{ n["lipschitz"]["search"]["restarts"] }} starts, {{ n["lipschitz"]["search"]["steps"] }}
-steps, first {{ n["lipschitz"]["search"]["samples"] }} draw(s) per n), a lower bound of the
-supremum. Left: token-wise max-norm (max-norm power method, Jacobian-vector and
-vector-Jacobian products) with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball, which does
-not grow with n. Right: Euclidean norm (power iteration on J^T J) with the classical bound over
-the ball, which grows as sqrt(n). Ratios worst/bound and worst/random per draw: columns
-worst_over_bound and worst_over_estimate of results/numerics/lipschitz.csv.
+sequence length n, for {{ n["lipschitz"]["draws"] }} weight draws, each draw's weights used at
+every n (dots: draws; line: median; band: min to max over the draws). Blue: at one input uniform
+in [-R, R] per draw and n. Orange: the worst found by projected Adam ascent on the exact
+Jacobian row sums ({{ n["lipschitz"]["search"]["restarts"] }} starts of
+{{ n["lipschitz"]["search"]["steps"] }} steps per draw and n), a lower bound of the supremum
+over the ball. Left: token-wise max-norm, computed exactly (the largest absolute row sum of the
+Jacobian, from its closed form), with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball,
+which does not depend on n. Middle: Euclidean norm at the random input (power iteration on J^T
+J, not searched) with the classical bound over the ball, which grows as sqrt(n). Right: the
+max-norm bound over the worst found, per draw. Data: results/numerics/lipschitz.csv (columns
+bound_over_worst, worst_over_estimate).
 """,
         labels=_synthetic_labels(
             "N7", "attention Lipschitz constant vs length", lambda config: "float64"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from transformer_stability.numerics.lowp import (
+    Format,
     fl,
     gamma,
     operation_roundoff,
@@ -73,15 +74,15 @@ def _sensitivity(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 def layer_norm_lowp(x: torch.Tensor, bits: int) -> torch.Tensor:
     """LayerNorm evaluated with every operation rounded to `bits` (two-pass, pairwise sums)."""
     d = x.shape[-1]
-    mean = fl(pairwise_sum(x, bits) / d, bits)
+    mean = fl(pairwise_sum(x, Format(bits)) / d, bits)
     centered = fl(x - mean.unsqueeze(-1), bits)
-    variance = fl(pairwise_sum(fl(centered * centered, bits), bits) / d, bits)
+    variance = fl(pairwise_sum(fl(centered * centered, bits), Format(bits)) / d, bits)
     return fl(centered / fl(variance.sqrt(), bits).unsqueeze(-1), bits)
 
 
 def rms_norm_lowp(x: torch.Tensor, bits: int) -> torch.Tensor:
     d = x.shape[-1]
-    mean_square = fl(pairwise_sum(fl(x * x, bits), bits) / d, bits)
+    mean_square = fl(pairwise_sum(fl(x * x, bits), Format(bits)) / d, bits)
     return fl(x / fl(mean_square.sqrt(), bits).unsqueeze(-1), bits)
 
 

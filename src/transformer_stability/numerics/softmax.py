@@ -13,12 +13,7 @@ import math
 
 import torch
 
-from transformer_stability.numerics.lowp import (
-    fl,
-    largest_finite,
-    operation_roundoff,
-    pairwise_sum,
-)
+from transformer_stability.numerics.lowp import Format, pairwise_depth, pairwise_sum
 from transformer_stability.numerics.rounding import unit_roundoff
 
 # exp leaves float64's normal range outside (EXP_SUBNORMAL, EXP_OVERFLOW)
@@ -50,58 +45,62 @@ def _argument(z: torch.Tensor, shifted: bool) -> torch.Tensor:
     return z - z.amax(dim=-1, keepdim=True) if shifted else z
 
 
-def softmax_lowp(
-    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
-) -> torch.Tensor:
-    """Softmax with the exp argument, each exp, the pairwise sum and the division rounded;
-    with `max_exponent` an exp or a sum beyond the format's range overflows to inf (and the
-    row to nan), as unshifted fp16 does for z > 11.09."""
-    e = fl(fl(_argument(z, shifted), bits).exp(), bits, max_exponent)
-    return fl(e / pairwise_sum(e, bits, max_exponent).unsqueeze(-1), bits, max_exponent)
+def softmax_lowp(z: torch.Tensor, fmt: Format, shifted: bool) -> torch.Tensor:
+    """Softmax with the exp argument, each exp, the pairwise sum and the division computed in
+    float64 and rounded to `fmt`; beyond the format's range an exp or a sum overflows to inf
+    (and the row to nan), as unshifted fp16 does for z > 11.09."""
+    e = fmt.round(fmt.round(_argument(z, shifted)).exp())
+    return fmt.round(e / pairwise_sum(e, fmt).unsqueeze(-1))
 
 
-# one float64 operation (exp, +, /) is within one ulp of the exact result: relative error 2⁻⁵²
-FLOAT64_ULP = 2.0**-52
-
-
-def softmax_error_bound(
-    z: torch.Tensor, bits: int, shifted: bool, max_exponent: int | None = None
-) -> torch.Tensor:
+def softmax_error_bound(z: torch.Tensor, fmt: Format, shifted: bool) -> torch.Tensor:
     """Per-entry bound on |softmax_lowp(z)_i − p_i| for float64 logits z (inf on overflow).
 
-    The rounded exponentials are ê_j = E_j(1 + ε_j), |ε_j| ≤ b_j (argument and exp rounding).
-    The computed row is split as p → q → c → p̂ with q_j = ê_j/Σê (exact normalisation), c_j =
-    ê_j/Ŝ (the rounded sum Ŝ) and p̂_j = fl(c_j). Three facts keep the sink's correlation:
-    q_i − p_i = p_i(ε_i − ε̄)/(1 + ε̄), ε̄ = Σp_jε_j, whose i-th coefficient is (1 − p_i), so
-    the sink's own rounding enters only through the tail mass; a rounded addition of two
-    representable terms errs by at most the smaller one (`pairwise_sum_error_bound`); and
-    rounding c_i ≤ 1 errs by at most 1 − c_i, as 1 is representable. What is left that does
-    not vanish with 1 − p_max is float64's own ulp (2⁻⁵² per operation).
+    The rounded exponentials are ê_j = E_j(1 + ε_j) + η_j, |ε_j| ≤ b_j (argument and exp
+    rounding), |η_j| ≤ η the format's underflow error (0 for the emulated formats); with
+    ε'_j = ε_j + η_j/E_j and b'_j = b_j + η/E_j the row is ê_j = E_j(1 + ε'_j), and
+    p_j·b'_j = p_j·b_j + η/ΣE stays small where a tail entry underflows. The computed row is
+    split as p → q → c → p̂ with q_j = ê_j/Σê (exact normalisation), c_j = ê_j/Ŝ (the rounded
+    sum Ŝ) and p̂_j = fl(c_j). Three facts keep the sink's correlation: q_i − p_i =
+    p_i(ε'_i − ε̄)/(1 + ε̄), ε̄ = Σp_jε'_j, whose i-th coefficient is (1 − p_i), so the sink's
+    own rounding enters only through the tail mass; a rounded addition of two representable
+    terms errs by at most the smaller one (`pairwise_sum_error_bound`; additions are exact
+    below the normal range); and rounding c_i ≤ 1 errs by at most 1 − c_i, as 1 is
+    representable. Rounding c_i may underflow: η more. What is left that does not vanish with
+    1 − p_max is the inner arithmetic's resolution (`Format.inner`) and η.
     """
-    u = operation_roundoff(bits)
+    u, eta = fmt.roundoff, fmt.underflow
     w = _argument(z, shifted)
     p = torch.softmax(z, dim=-1)
-    b = torch.exp(w.abs() * u) * ((1 + unit_roundoff(bits)) * (1 + FLOAT64_ULP)) - 1
+    b = torch.exp(w.abs() * u + eta) * ((1 + unit_roundoff(fmt.bits)) * (1 + fmt.inner)) - 1
+    relative = b
+    if eta > 0:
+        b = b + eta / w.exp()
     b_mean = (p * b).sum(dim=-1, keepdim=True)
     weighted = b_mean - p * b
     normalisation = p * ((1 - p) * b + weighted) / (1 - b_mean)
     q_upper = p * (1 + b) / (1 - b_mean)
-    total = pairwise_sum_error_bound(p * (1 + b), u).unsqueeze(-1) / (1 - b_mean)
+    total = pairwise_sum_error_bound(p * (1 + b), fmt).unsqueeze(-1) / (1 - b_mean)
     summation = q_upper * total / (1 - total)
     c_upper = q_upper / (1 - total)
     tail = (p * (1 + b)).sum(dim=-1, keepdim=True) - p * (1 + b)
-    one_minus_c = tail / (p * (1 - b)) + total
-    division = torch.minimum(u * c_upper, one_minus_c + FLOAT64_ULP * c_upper)
+    one_minus_c = tail / (p * (1 - b)).clamp(min=0) + total
+    division = torch.minimum(u * c_upper, one_minus_c + fmt.inner * c_upper) + eta
     bound = normalisation + summation + division
-    # a relative perturbation ≥ 1 of an exponential (or of the sum) leaves the model's range
-    lost = (b >= 1).any(dim=-1, keepdim=True) | (b_mean >= 1) | (total >= 1)
-    # the largest computed partial sum is below Σe^w·max(1 + b)·(1 + u)^depth
-    depth = math.ceil(math.log2(max(z.shape[-1], 2)))
-    largest = torch.logsumexp(w, dim=-1, keepdim=True) + (1 + b).amax(-1, keepdim=True).log()
-    largest = largest + depth * math.log1p(u)
-    overflow = largest >= math.log(largest_finite(bits, max_exponent))
-    outside = _outside_exp_range(w, u, largest_finite(bits, max_exponent))
+    # the normalisation's perturbations (or the sum's) reach the size of the row
+    lost = (b_mean >= 1) | (total >= 1)
+    overflow = _largest_sum(w, relative, fmt) >= math.log(fmt.largest)
+    outside = _outside_exp_range(w, u, fmt.largest)
     return torch.where(outside | overflow | lost, math.inf, bound)
+
+
+def _largest_sum(w: torch.Tensor, relative: torch.Tensor, fmt: Format) -> torch.Tensor:
+    """Log of a bound on the largest computed partial sum: (Σe^w(1 + b_j) + nη)(1 + u)^depth,
+    b_j the relative part of the exponentials' perturbations."""
+    largest = torch.logsumexp(w + relative.log1p(), dim=-1, keepdim=True)
+    if fmt.underflow > 0:
+        largest = torch.logaddexp(largest, torch.tensor(math.log(w.shape[-1] * fmt.underflow)))
+    return largest + pairwise_depth(w.shape[-1]) * math.log1p(fmt.roundoff)
 
 
 def _outside_exp_range(w: torch.Tensor, u: float, largest: float) -> torch.Tensor:
@@ -112,21 +111,23 @@ def _outside_exp_range(w: torch.Tensor, u: float, largest: float) -> torch.Tenso
     return ((reach >= top) | (reach <= EXP_SUBNORMAL)).any(dim=-1, keepdim=True)
 
 
-def pairwise_sum_error_bound(upper: torch.Tensor, u: float) -> torch.Tensor:
+def pairwise_sum_error_bound(upper: torch.Tensor, fmt: Format) -> torch.Tensor:
     """Bound on |pairwise_sum(x) − Σx| for 0 ≤ x_j ≤ upper_j, following the same tree.
 
     The errors of the additions add up without amplification (Ŝ = Σx + Σ_nodes r_node). A node
-    adds computed, representable a, b ≥ 0: first in float64, then rounded to the format, so
-    r ≤ u(a + b) and also r ≤ min(a, b) + 2·2⁻⁵³(a + b) (the format holds a and b themselves).
-    Partial sums are bounded from above by (U_a + U_b)(1 + u).
+    adds computed, representable a, b ≥ 0: first in float64 (and float32 for a cast), then
+    rounded to the format, so r ≤ u(a + b) (a sum below the normal range is exact) and also
+    r ≤ min(a, b) + inner·(a + b) (the format holds a and b themselves). Partial sums are
+    bounded from above by (U_a + U_b)(1 + u).
     """
+    u = fmt.roundoff
     total = torch.zeros(upper.shape[:-1], dtype=upper.dtype, device=upper.device)
     while upper.shape[-1] > 1:
         if upper.shape[-1] % 2:
             upper = torch.cat([upper, torch.zeros_like(upper[..., :1])], dim=-1)
         a, b = upper[..., 0::2], upper[..., 1::2]
         node = a + b
-        total = total + torch.minimum(u * node, torch.minimum(a, b) + FLOAT64_ULP * node).sum(-1)
+        total = total + torch.minimum(u * node, torch.minimum(a, b) + fmt.inner * node).sum(-1)
         upper = node * (1 + u)
     return total
 

@@ -140,13 +140,17 @@ class Softmax(Table):
     sweep: Series[str] = pa.Field(isin=("sink", "offset"), description="the swept setting")
     p_max: Series[float] = pa.Field(gt=0, le=1, description="the largest probability")
     offset: Series[float] = pa.Field(description="the logits' offset")
+    format: Series[str] = pa.Field(
+        description="fp64 (propagation), m<bits> (emulated, float64's exponent range) or a torch "
+        "cast (fp16, bf16: subnormals and overflow)"
+    )
     mantissa_bits: Series[int] = pa.Field(ge=1, description="the format's mantissa bits")
     mode: Series[str] = pa.Field(
         isin=("propagation", "unshifted", "shifted"), description="what is measured"
     )
     metric: Series[str] = pa.Field(
-        isin=("l1_gain", "jacobian_abs_sum", "max_rel", "l1_abs", "kappa_max"),
-        description="the metric",
+        isin=("l1_gain", "jacobian_abs_sum", "max_rel", "l1_abs", "worst_entry", "kappa_max"),
+        description="the metric; worst_entry: the entry with the largest error/bound",
     )
     sample: Series[int] = pa.Field(ge=0, description="the sample")
     measured: Series[float] = _bound("the measured value", True)
@@ -157,25 +161,29 @@ class Softmax(Table):
 
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
-        """Per sample: a sink setting has 2 propagation + 2 x 3 evaluation metrics, an offset
-        setting the 6 evaluation metrics."""
+        """Per sample: a sink setting has 2 propagation + 2 x 4 emulated evaluation metrics +
+        2 x 3 per torch cast, an offset setting the 8 emulated evaluation metrics."""
         softmax = config["numerics"]["softmax"]
-        return (8 * len(softmax["p_max"]) + 6 * len(softmax["offsets"])) * softmax["samples"]
+        sink = 10 + 6 * len(softmax["formats"])
+        return (sink * len(softmax["p_max"]) + 8 * len(softmax["offsets"])) * softmax["samples"]
 
 
 class Lipschitz(Table):
-    """Attention's Lipschitz constant: estimate, worst found, bounds and their ratios."""
+    """Attention's Lipschitz constant per weight draw and length: at a random input, the worst
+    found over the ball, the bounds and their ratios."""
 
     seq_len: Series[int] = pa.Field(ge=1, description="the sequence length")
-    sample: Series[int] = pa.Field(ge=0, description="the sample")
+    draw: Series[int] = pa.Field(ge=0, description="the weight draw (the same weights at every n)")
+    p_max_min: Series[float] = pa.Field(ge=0, le=1, description="the random input's smallest p_max")
     norm: Series[str] = pa.Field(isin=("inf", "frobenius"), description="the matrix norm")
-    estimate: Series[float] = _bound("the random-input estimate")
-    worst: Series[float] = _bound("the worst found by projected ascent; NaN: not searched", True)
-    bound: Series[float] = _bound("the bound")
+    estimate: Series[float] = _bound(
+        "at the random input: exact (inf), power iteration (frobenius)"
+    )
+    worst: Series[float] = _bound("the largest found by Adam ascent; NaN: not searched", True)
+    bound: Series[float] = _bound("the bound at the random input")
     ball_bound: Series[float] = _bound("the bound over the R-ball")
     worst_over_estimate: Series[float] = _bound("worst / estimate", True)
-    worst_over_bound: Series[float] = _bound("worst / bound", True)
-    p_max_min: Series[float] = pa.Field(ge=0, le=1, description="the smallest p_max")
+    bound_over_worst: Series[float] = _bound("ball_bound / worst", True)
 
     class Config:
         metadata = {"path": "numerics/lipschitz.csv", "rule": "numerics_bounds"}
@@ -183,7 +191,7 @@ class Lipschitz(Table):
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
         lipschitz = config["numerics"]["lipschitz"]
-        return len(lipschitz["seq_lens"]) * lipschitz["samples"] * 2  # inf, frobenius
+        return len(lipschitz["seq_lens"]) * lipschitz["draws"] * 2  # inf, frobenius
 
 
 TABLES = (Gpt2Errors, Gpt2Recursion, RecursionSources, Gpt2Weights, Norms, Softmax, Lipschitz)
