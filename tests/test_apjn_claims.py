@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from transformer_stability.apjn import claims
+from transformer_stability.apjn.agreement import agreement, agreement_means
 from transformer_stability.apjn.claims import CLAIMS
 from transformer_stability.apjn.tables import (
-    Agreement,
+    AgreementMeans,
     Asymptotics,
     EndToEnd,
     FiniteNCompare,
@@ -78,13 +79,16 @@ def curve_rows(
 
 
 def a1(rows: list[dict]):
-    return claims.permsym_recursions({claims.CURVES: table(MeasuredCurves, rows)}, {})
+    curves = table(MeasuredCurves, rows)
+    means = agreement_means(agreement(curves), curves)
+    tables = {claims.CURVES: curves, claims.AGREEMENT: table(AgreementMeans, means)}
+    return claims.permsym_recursions(tables, {})
 
 
 def test_a1_holds_when_the_averaged_curves_follow_the_recursion():
     finding = a1(curve_rows())
     assert finding.holds
-    assert finding.value.startswith("APJN GMFE worst 1 (")
+    assert finding.value.startswith("APJN GMFE worst 1 [1, 1.02] (")
 
 
 @pytest.mark.parametrize(
@@ -196,19 +200,26 @@ def test_a2_not_run_without_a_fit_window_enough_measured_depths_or_identical_tok
 
 
 def agreement_rows(gmfe_gram: float, input_kind: str = "images") -> list[dict]:
+    """Mean GMFEs over the compared blocks, (q, p) 0.05 above the full-Gram closure's, with
+    intervals of ±0.01."""
+    values = {"gmfe": gmfe_gram + 0.05, "gmfe_gram": gmfe_gram, "gmfe_averaged": gmfe_gram}
+    intervals = {
+        f"{column}{end}": value + shift for column, value in values.items()
+        for end, shift in (("", 0.0), ("_lo", -0.01), ("_hi", 0.01))
+    }  # fmt: skip
     return [
-        {"norm": norm, "alpha": alpha, "input": input_kind, "init_seed": init, "sample": 0,
-         "region": region, "gmfe": gmfe_gram + 0.05, "direction": direction,
-         "gmfe_gram": gmfe_gram + (0.01 if init else -0.01)}
-        for norm, alpha in VARIANTS for init in (0, 1) for direction in ("backward", "forward")
-        for region in ("early", "shallow", "middle", "deep")
+        {"norm": norm, "alpha": alpha, "input": input_kind, "direction": direction,
+         "region": region, **intervals}
+        for norm, alpha in VARIANTS for direction in ("backward", "forward")
+        for region in ("shallow", "middle", "deep", "compared")
     ]  # fmt: skip
 
 
 def slope_rows(slope: float) -> list[dict]:
     return [
         {"norm": norm, "alpha": alpha, "direction": direction, "region": region,
-         "closure": closure, "slope": slope, "points": 3}
+         "closure": closure, "slope": slope, "slope_lo": slope - 0.1, "slope_hi": slope + 0.1,
+         "points": 3}
         for norm, alpha in VARIANTS for direction in ("backward", "forward")
         for region in ("early", "compared") for closure in ("gram", "qp")
     ]  # fmt: skip
@@ -227,7 +238,7 @@ def excess_rows() -> list[dict]:
 
 def a3(gmfe_gram: float, slope: float, input_kind: str = "images"):
     tables = {
-        claims.AGREEMENT: table(Agreement, agreement_rows(gmfe_gram, input_kind)),
+        claims.AGREEMENT: table(AgreementMeans, agreement_rows(gmfe_gram, input_kind)),
         claims.WIDTH_EXCESS: table(WidthExcess, excess_rows()),
         claims.WIDTH_SLOPES: table(WidthSlopes, slope_rows(slope)),
     }
@@ -237,7 +248,10 @@ def a3(gmfe_gram: float, slope: float, input_kind: str = "images"):
 def test_a3_holds_when_the_image_curves_agree_and_the_mismatch_falls_with_width():
     finding = a3(1.03, -0.7)
     assert finding.holds
-    assert "(q, p) worst 1.08" in finding.value and "full-Gram at d = 128: 1.02 (" in finding.value
+    assert "(q, p) worst 1.08 [1.07, 1.09] (" in finding.value
+    assert "full-Gram worst 1.03 [1.02, 1.04] (" in finding.value
+    assert "width slope largest -0.7 [-0.8, -0.6] (" in finding.value
+    assert "full-Gram at d = 128: 1.02 (" in finding.value
 
 
 @pytest.mark.parametrize("gmfe_gram, slope", [(1.08, -0.7), (1.03, 0.05)])

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transformer_stability.apjn.bootstrap import bootstrap_ci, mean_ci
+from transformer_stability.apjn.bootstrap import bootstrap_ci, mean_ci, nested_ci
 from transformer_stability.apjn.closures import closure_apjn, compared_blocks, finite_n_comparison
 
 A, M = 0.094372, 0.377487
@@ -61,3 +61,18 @@ def test_constant_units_give_a_zero_width_interval():
     np.testing.assert_array_equal(mean, 2.0)
     np.testing.assert_array_equal(lo, 2.0)
     np.testing.assert_array_equal(hi, 2.0)
+
+
+def test_nested_interval_carries_the_noise_of_initializations_and_inputs():
+    """Initialization effects of sd 1 and input noise of sd 2 (40 initializations of 4
+    inputs): the grand mean's standard error is sqrt(1/40 + 4/160); the two-stage interval
+    matches it up to its known conservatism, and drops the input noise when there is none."""
+    rng = np.random.default_rng(2)
+    effects = rng.normal(size=(40, 1))
+    noisy = effects + 2.0 * rng.normal(size=(40, 4))
+    lo, hi = nested_ci(noisy, lambda u: u.mean(axis=(0, 1)))
+    assert lo < noisy.mean() < hi
+    half = 1.96 * np.sqrt(1 / 40 + 4 / 160)
+    assert half < (hi - lo) / 2 < 1.4 * half
+    lo_quiet, hi_quiet = nested_ci(np.repeat(effects, 4, axis=1), lambda u: u.mean(axis=(0, 1)))
+    assert (hi_quiet - lo_quiet) / 2 == pytest.approx(1.96 / np.sqrt(40), rel=0.25)

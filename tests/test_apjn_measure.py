@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 import torch
 
-from transformer_stability.apjn.agreement import EARLY, agreement, gmfe, region_gmfe
+from transformer_stability.apjn.agreement import (
+    EARLY,
+    agreement,
+    agreement_means,
+    gmfe,
+    region_gmfe,
+)
 from transformer_stability.apjn.inputs import (
     bundled_images,
     cifar100_images,
@@ -302,3 +308,36 @@ def test_bundled_images_are_reproducible_and_embed_into_block_zero():
     model = build_vit(ViTSpec(width=16, heads=2, depth=1, img_size=32, patch_size=8), seed=0)
     tokens = embed_images(model, first.float())
     assert tokens.shape == (3, 17, 16)
+
+
+def _noisy_curves(inits: int, samples: int, spread: float) -> pd.DataFrame:
+    """Equiangular backward curves over 9 blocks whose measured APJN is the theory's times
+    exp(+-spread) alternating over (initialization, sample)."""
+    rows = []
+    for init in range(inits):
+        for sample in range(samples):
+            sign = 1.0 if (init + sample) % 2 else -1.0
+            rows.append(pd.DataFrame({
+                "norm": "ln", "alpha": np.nan, "attn_mult": 1.0, "mlp_mult": 1.0,
+                "input": "equiangular", "init_seed": init, "sample": sample,
+                "direction": "backward", "source_block": 9, "block": np.arange(10),
+                "apjn": 2.0 ** np.arange(10) * np.exp(sign * spread),
+                "apjn_theory": 2.0 ** np.arange(10), "apjn_theory_gram": np.nan,
+            }))  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_agreement_means_average_the_curves_gmfe_and_bound_it():
+    """Every curve is off by a factor e^0.1: each per-curve GMFE is e^0.1 with a zero-width
+    interval, while the averaged curve cancels the alternating errors up to cosh(0.1), and
+    its interval (curves drawn again) lies between that and e^0.1."""
+    curves = _noisy_curves(inits=4, samples=2, spread=0.1)
+    means = agreement_means(agreement(curves), curves).set_index("region")
+    assert set(means.index) == {"shallow", "middle", "deep", "compared"}
+    for column in ("gmfe", "gmfe_lo", "gmfe_hi"):
+        assert means[column].to_numpy() == pytest.approx(np.exp(0.1))
+    assert means["gmfe_gram"].isna().all()
+    averaged = means.loc["compared"]
+    assert averaged["gmfe_averaged"] == pytest.approx(np.cosh(0.1))
+    lo, hi = averaged["gmfe_averaged_lo"], averaged["gmfe_averaged_hi"]
+    assert np.cosh(0.1) - 1e-12 <= lo < hi < np.exp(0.1)

@@ -44,7 +44,8 @@ rule apjn_agreement:
         curves="results/apjn/measured_curves.csv",
         sources=code("apjn_agreement.py"),
     output:
-        "results/apjn/agreement.csv",
+        table="results/apjn/agreement.csv",
+        means="results/apjn/agreement_means.csv",
     log:
         "results/logs/apjn/agreement.log",
     localrule: True

@@ -1,4 +1,5 @@
-"""Rule apjn_width_fit: the width scan's GMFE excess per width and its fitted width slope."""
+"""Rule apjn_width_fit: the width scan's GMFE excess per width and its fitted width slope, with
+a bootstrap interval."""
 
 from transformer_stability.apjn.tables import WidthAgreement, WidthExcess, WidthSlopes
 from transformer_stability.apjn.width_fit import width_excess, width_slopes
@@ -13,5 +14,5 @@ table = read_table(snakemake.input.table, WidthAgreement)
 provenance = table[columns_of(Provenance)].iloc[[0]].to_dict("records")[0]
 excess = width_excess(table).assign(**provenance)
 write_table(excess, snakemake.output.excess, WidthExcess, settings)
-slopes = width_slopes(excess).assign(**provenance)
+slopes = width_slopes(table, settings["seed"]).assign(**provenance)
 write_table(slopes, snakemake.output.slopes, WidthSlopes, settings)

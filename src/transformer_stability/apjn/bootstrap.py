@@ -3,6 +3,7 @@ source of noise nested in an initialization (its weights, its inputs, its probes
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -24,9 +25,36 @@ def bootstrap_ci(
     units = np.asarray(units, dtype=float)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(units), size=(resamples, len(units)))
-    draws = np.stack([statistic(units[pick]) for pick in picks])
+    return percentile_bounds(np.stack([statistic(units[pick]) for pick in picks]), level)
+
+
+def percentile_bounds(draws: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """The central `level` percentile interval of the resampled statistics (axis 0); draws
+    that are NaN (a fit with too few points) are left out."""
     tail = 50.0 * (1.0 - level)
-    return np.percentile(draws, tail, axis=0), np.percentile(draws, 100.0 - tail, axis=0)
+    with warnings.catch_warnings():  # a statistic never computed (all NaN) stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanpercentile(draws, tail, axis=0), np.nanpercentile(draws, 100.0 - tail, axis=0)
+
+
+def nested_ci(
+    units: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two-stage bootstrap for `units` shaped (initializations, inputs, ...): draw the
+    initializations with replacement, then the inputs of each drawn initialization, so the
+    interval carries both the weights' and the inputs' noise; `statistic` maps the resampled
+    array (same shape) to an array of results."""
+    units = np.asarray(units, dtype=float)
+    inits, inputs = units.shape[:2]
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, inits, size=(resamples, inits, 1))
+    within = rng.integers(0, inputs, size=(resamples, inits, inputs))
+    draws = np.stack([statistic(units[p, w]) for p, w in zip(picks, within, strict=True)])
+    return percentile_bounds(draws, level)
 
 
 def mean_ci(units: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.agreement import REGIONS, gmfe
+from transformer_stability.apjn.agreement import gmfe
 from transformer_stability.apjn.names import NormName
 from transformer_stability.apjn.style import variant_label
 from transformer_stability.apjn.tables import CLOSURES
@@ -24,7 +24,7 @@ from transformer_stability.apjn.tuning import (
 from transformer_stability.claims import ClaimSpec, Finding, Tables
 
 CURVES = "apjn/measured_curves.csv"
-AGREEMENT = "apjn/agreement.csv"
+AGREEMENT = "apjn/agreement_means.csv"
 WIDTH_EXCESS = "apjn/width_excess.csv"
 WIDTH_SLOPES = "apjn/width_slopes.csv"
 ASYMPTOTICS = "apjn/asymptotics.csv"
@@ -78,6 +78,20 @@ def _worst(values: pd.Series) -> str:
     return f"{_g(values.max())} ({', '.join(str(k) for k in np.atleast_1d(key))})"
 
 
+def _worst_ci(means: pd.DataFrame, column: str) -> tuple[float, str]:
+    """(largest, '1.02 [1.01, 1.03] (Derf α=1.5, backward)'): the largest `column` of a
+    labelled table with `column`_lo and `column`_hi, where it is, and its bootstrap interval."""
+    row = means.loc[means[column].idxmax()]
+    interval = f"[{_g(row[f'{column}_lo'])}, {_g(row[f'{column}_hi'])}]"
+    return float(row[column]), f"{_g(row[column])} {interval} ({row['model']}, {row['direction']})"
+
+
+def _compared_means(tables: Tables, kind: str) -> pd.DataFrame:
+    """The labelled rows of agreement_means.csv for input `kind` over every compared block."""
+    means = tables[AGREEMENT]
+    return _labelled(means[(means["input"] == kind) & (means["region"] == "compared")])
+
+
 def _labelled(means: pd.DataFrame) -> pd.DataFrame:
     labels = [_label(n, a) for n, a in zip(means["norm"], means["alpha"], strict=True)]
     return means.assign(model=labels)
@@ -92,22 +106,21 @@ def permsym_recursions(tables: Tables, section: Mapping[str, Any]) -> Finding | 
     ]
     if curves.empty:
         return None
-    columns = ["apjn", "apjn_theory", "q", "q_theory", "p", "p_theory"]
+    columns = ["q", "q_theory", "p", "p_theory"]
     means = _labelled(_means(curves, ["norm", "alpha", "direction", "block"], columns))
-    apjn = means.groupby(["model", "direction"]).apply(
-        lambda m: gmfe(m["apjn"].to_numpy(), m["apjn_theory"].to_numpy())
-    )
+    apjn, apjn_text = _worst_ci(_compared_means(tables, "equiangular"), "gmfe_averaged")
     stats = means[means["direction"] == "forward"]  # blocks after the input, each once
     q = stats.groupby("model").apply(lambda m: gmfe(m["q"].to_numpy(), m["q_theory"].to_numpy()))
     rho = (stats["p"] / stats["q"] - stats["p_theory"] / stats["q_theory"]).abs()
     rho = rho.groupby(stats["model"]).max()
     return Finding(
         statistic="GMFE of the APJN curves averaged over initializations and samples, against "
-        "the recursion, per variant and direction; GMFE of the averaged q and largest gap in "
-        "p/q along depth",
-        value=f"APJN GMFE worst {_worst(apjn)}; q GMFE worst {_worst(q)}; "
+        "the recursion, per variant and direction, with its 95 % bootstrap interval "
+        "(initializations, then samples within each); GMFE of the averaged q and largest gap "
+        "in p/q along depth",
+        value=f"APJN GMFE worst {apjn_text}; q GMFE worst {_worst(q)}; "
         f"largest p/q gap {_worst(rho)}",
-        holds=bool(apjn.max() <= AGREES and q.max() <= AGREES and rho.max() <= CORRELATION_GAP),
+        holds=bool(apjn <= AGREES and q.max() <= AGREES and rho.max() <= CORRELATION_GAP),
     )
 
 
@@ -213,24 +226,25 @@ def image_agreement(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     initializations and images per variant, direction and closure; and how its excess
     falls with width. Not run without a full-Gram curve or a width slope (fewer than two
     widths with a mismatch)."""
-    rows = tables[AGREEMENT]
-    rows = rows[(rows["input"] == "images") & rows["region"].isin(REGIONS)]
-    means = _labelled(_means(rows, ["norm", "alpha", "direction"], ["gmfe", "gmfe_gram"]))
-    plain = means.set_index(["model", "direction"])["gmfe"]
-    full = means.dropna(subset="gmfe_gram").set_index(["model", "direction"])["gmfe_gram"]
+    means = _compared_means(tables, "images")
+    full = means.dropna(subset="gmfe_gram")
     slopes = tables[WIDTH_SLOPES]
     slopes = slopes[(slopes["region"] == "compared") & (slopes["closure"] == "gram")]
-    slopes = _labelled(slopes).set_index(["model", "direction"])["slope"].dropna()
+    slopes = _labelled(slopes).dropna(subset="slope")
     if full.empty or slopes.empty:
         return None
+    worst_full, full_text = _worst_ci(full, "gmfe_gram")
     return Finding(
         statistic="GMFE of the image curves over the compared blocks, mean over "
-        "initializations and images, per variant and direction: (q, p) closure and full-Gram "
-        "closure; slope of ln(GMFE - 1) against ln(width) (full-Gram, width scan), and the "
-        "full-Gram GMFE at the scan's widest model",
-        value=f"(q, p) worst {_worst(plain)}; full-Gram worst {_worst(full)}; width slope "
-        f"largest {_worst(slopes)}; full-Gram at {_widest(tables[WIDTH_EXCESS])}",
-        holds=bool(full.max() <= AGREES and (slopes < 0).all()),
+        "initializations and images (per curve the mean of the three depth regions), per "
+        "variant and direction, with its 95 % bootstrap interval (initializations, then images "
+        "within each): (q, p) closure and full-Gram closure; slope of ln(GMFE - 1) against "
+        "ln(width) (full-Gram, width scan) with its bootstrap interval over the "
+        "initializations of each width, and the full-Gram GMFE at the scan's widest model",
+        value=f"(q, p) worst {_worst_ci(means, 'gmfe')[1]}; full-Gram worst {full_text}; "
+        f"width slope largest {_worst_ci(slopes, 'slope')[1]}; "
+        f"full-Gram at {_widest(tables[WIDTH_EXCESS])}",
+        holds=bool(worst_full <= AGREES and (slopes["slope"] < 0).all()),
     )
 
 
@@ -389,9 +403,9 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         "its APJN.",
         criterion=f"every variant and direction: the averaged APJN curve and the averaged q "
         f"within GMFE {AGREES:g} of the recursion, p/q within {CORRELATION_GAP:g}; a larger "
-        "deviation contradicts it",
+        "deviation contradicts it (the APJN GMFE's bootstrap interval is context)",
         figure="A1",
-        tables=(CURVES,),
+        tables=(CURVES, AGREEMENT),
         test=permsym_recursions,
     ),
     ClaimSpec(
@@ -416,7 +430,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         criterion="every variant and direction (pre-LN and Derf: DyT has no full-Gram "
         f"closure): full-Gram GMFE over the compared blocks within {AGREES:g}, and its excess "
         "falling with width (negative slope); a larger GMFE, or one that does not fall with "
-        "width (the closure's own error), contradicts it",
+        "width (the closure's own error), contradicts it (the bootstrap intervals are context)",
         figure="A3",
         tables=(AGREEMENT, WIDTH_EXCESS, WIDTH_SLOPES),
         test=image_agreement,

@@ -482,15 +482,19 @@ def _closure(excess: pd.DataFrame, region: str, closure: str) -> pd.DataFrame:
 
 
 def _slope_label(slopes: pd.DataFrame, region: str) -> str:
-    """'deep: slope -0.71' from the fitted full-Gram slope; the region alone without a fit."""
-    fit = slopes[(slopes["region"] == region) & (slopes["closure"] == "gram")]["slope"]
-    return region if fit.empty or fit.isna().all() else f"{region}: slope {fit.iloc[0]:.2f}"
+    """'deep: slope -0.71 [-0.93, -0.52]' from the fitted full-Gram slope and its bootstrap
+    interval; the region alone without a fit."""
+    fit = slopes[(slopes["region"] == region) & (slopes["closure"] == "gram")]
+    if fit.empty or fit["slope"].isna().all():
+        return region
+    row = fit.iloc[0]
+    return f"{region}: slope {row['slope']:.2f} [{row['slope_lo']:.2f}, {row['slope_hi']:.2f}]"
 
 
 def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
     """A9: GMFE - 1 of the image curves against model width per depth region, full-Gram closure
-    (solid, with the fitted slope of width_slopes.csv in the legend) and (q, p) closure
-    (dashed), a 1/d guide through the compared blocks' first width."""
+    (solid, with the fitted slope of width_slopes.csv and its interval in the legend) and (q, p)
+    closure (dashed), a 1/d guide through the compared blocks' first width."""
     set_style()
     variants = _variants(excess)
     fig = Figure(figsize=(10, 3.6 * len(variants) + 0.6), layout="constrained")
@@ -1034,7 +1038,8 @@ models). GMFE - 1 per depth region (compared from block
 {{ config["apjn"]["images"]["compare_from_block"] }} backward and from the source block
 {{ config["apjn"]["images"]["forward_source_block"] }} forward; "early": the blocks before),
 mean over initializations and images, log-log. Solid: full-Gram closure, with the fitted slope
-of ln(GMFE - 1) against ln d in the legend and bars spanning the per-initialization means;
+of ln(GMFE - 1) against ln d in the legend and its 95 % bootstrap interval (the
+initializations of each width drawn again), and bars spanning the per-initialization means;
 dashed: (q, p) closure; dotted: a 1/d guide; grey dashed: GMFE = 1.05. A mismatch that falls
 as a power of d (slope -1/2 for the sample-to-sample fluctuations of one finite model, -1 for
 the finite-width bias of their mean) vanishes at infinite width, where the theory holds; one

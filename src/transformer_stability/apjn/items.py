@@ -545,9 +545,10 @@ SETTINGS = {
         )
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
+    "apjn/agreement_means.csv": ("apjn.images.compare_from_block", "seed"),
     "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
-    "apjn/width_slopes.csv": (),
+    "apjn/width_slopes.csv": ("seed",),
     "apjn/tuning_windows.csv": (),
     "apjn/matched_pairs.csv": (),
 }

@@ -428,6 +428,41 @@ class Agreement(Table):
         return len(apjn["variants"]) * ((samples + images) * 2 * 3 + images * early)
 
 
+def _gmfe(description: str) -> Any:
+    """A GMFE (>= 1) or a bound of its interval; NaN where not computed, inf on overflow."""
+    return pa.Field(ge=1, nullable=True, metadata=INF, description=description)
+
+
+LO, HI = "its bootstrap interval's lower end", "its bootstrap interval's upper end"
+
+
+class AgreementMeans(Table):
+    """The GMFE of agreement.csv per variant, input, direction and region, with 95 % bootstrap
+    intervals over initializations and the inputs within each (apjn/agreement.py)."""
+
+    norm: Series[str] = _norm()
+    alpha: Series[float] = _alpha()
+    input: Series[str] = pa.Field(isin=("equiangular", "images"), description="the input kind")
+    direction: Series[str] = pa.Field(isin=("backward", "forward"), description="the curve")
+    region: Series[str] = pa.Field(
+        isin=(*REGIONS, "compared"),
+        description="a region of agreement.csv, or compared: every block but the early ones "
+        "(per curve the mean of the three regions' GMFE)",
+    )
+    gmfe: Series[float] = _gmfe("mean per-curve GMFE, (q, p) closure")
+    gmfe_lo: Series[float] = _gmfe(LO)
+    gmfe_hi: Series[float] = _gmfe(HI)
+    gmfe_gram: Series[float] = _gmfe("mean per-curve GMFE, full-Gram closure; NaN: not computed")
+    gmfe_gram_lo: Series[float] = _gmfe(LO)
+    gmfe_gram_hi: Series[float] = _gmfe(HI)
+    gmfe_averaged: Series[float] = _gmfe("GMFE of the averaged curve, (q, p) closure")
+    gmfe_averaged_lo: Series[float] = _gmfe(LO)
+    gmfe_averaged_hi: Series[float] = _gmfe(HI)
+
+    class Config:
+        metadata = {"path": "apjn/agreement_means.csv", "rule": "apjn_agreement"}
+
+
 class WidthAgreement(Agreement):
     """The image rows of agreement.csv for every model of the width scan."""
 
@@ -482,6 +517,12 @@ class WidthSlopes(WidthFitIds):
         description="-1/2 to -1: finite width; 0: the closure's own error; NaN: "
         "fewer than two widths with a positive excess",
     )
+    slope_lo: Series[float] = pa.Field(
+        nullable=True,
+        description="its 95 % bootstrap interval's lower end (initializations of each width "
+        "drawn with replacement); NaN: no resample had two widths with a positive excess",
+    )
+    slope_hi: Series[float] = pa.Field(nullable=True, description="the interval's upper end")
     points: Series[int] = pa.Field(ge=0, description="the widths fitted")
 
     class Config:
@@ -503,6 +544,7 @@ TABLES = (
     TuningWindows,
     MatchedPairs,
     Agreement,
+    AgreementMeans,
     WidthAgreement,
     WidthExcess,
     WidthSlopes,

@@ -3,16 +3,21 @@
 Per variant, direction, depth region and closure (`gram`: the full-Gram closure, `qp`: the
 (q, p) closure), the excess GMFE - 1 of the mean over initializations and images at each width,
 the range of the per-initialization means, and the slope of ln(excess) against ln(width): about
--1/2 to -1 for a finite-width effect, 0 for an error of the closure itself. Region `compared` is
-the mean over every compared block (all regions but the early image blocks).
+-1/2 to -1 for a finite-width effect, 0 for an error of the closure itself, with a 95 % bootstrap
+interval over the initializations of each width. Region `compared` is the mean over every
+compared block (all regions but the early image blocks).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import EARLY
+from transformer_stability.apjn.bootstrap import RESAMPLES, percentile_bounds
 from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
 from transformer_stability.tables import columns_of, select
 
@@ -30,9 +35,9 @@ def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     return out.rename(columns=lambda c: f"excess_{c}").reset_index()
 
 
-def width_excess(table: pd.DataFrame) -> pd.DataFrame:
-    """The excess GMFE per (variant, direction, region, closure, width) of width_agreement.csv."""
-    frames = []
+def _groups(table: pd.DataFrame) -> Iterator[tuple[dict[str, Any], pd.DataFrame, str]]:
+    """(ids of WidthFitIds, the rows they select, the GMFE column of the closure) per
+    variant, direction, region (and `compared`) and closure of width_agreement.csv."""
     regions = [*table["region"].unique(), COMPARED]
     for (norm, alpha, direction), part in table.groupby(
         ["norm", "alpha", "direction"], dropna=False, sort=False
@@ -47,7 +52,12 @@ def width_excess(table: pd.DataFrame) -> pd.DataFrame:
                 continue
             for closure, column in CLOSURES.items():
                 ids = dict(norm=norm, alpha=alpha, direction=direction, region=region)
-                frames.append(_excess(rows, column).assign(**ids, closure=closure))
+                yield {**ids, "closure": closure}, rows, column
+
+
+def width_excess(table: pd.DataFrame) -> pd.DataFrame:
+    """The excess GMFE per (variant, direction, region, closure, width) of width_agreement.csv."""
+    frames = [_excess(rows, column).assign(**ids) for ids, rows, column in _groups(table)]
     return select(pd.concat(frames, ignore_index=True), WidthExcess)
 
 
@@ -61,12 +71,31 @@ def excess_slope(widths: np.ndarray, excess: np.ndarray) -> tuple[float, int]:
     return float(slope), int(keep.sum())
 
 
-def width_slopes(excess: pd.DataFrame) -> pd.DataFrame:
-    """The fitted width slope per (variant, direction, region, closure) of `width_excess`."""
+def slope_interval(
+    widths: np.ndarray, per_init: list[np.ndarray], seed: int = 0, resamples: int = RESAMPLES
+) -> tuple[float, float]:
+    """Bootstrap interval of the width slope: at each width, independently (its models are
+    its own), the per-initialization excesses are drawn with replacement and averaged."""
+    rng = np.random.default_rng(seed)
+    means = np.stack(
+        [e[rng.integers(0, len(e), size=(resamples, len(e)))].mean(axis=1) for e in per_init],
+        axis=1,
+    )
+    lo, hi = percentile_bounds(np.array([excess_slope(widths, m)[0] for m in means]))
+    return float(lo), float(hi)
+
+
+def width_slopes(table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """The fitted width slope per (variant, direction, region, closure) of width_agreement.csv,
+    on the mean excess per width, with its bootstrap interval over initializations."""
     rows = []
-    for key, part in excess.groupby(KEYS, dropna=False, sort=False):
+    for ids, part, column in _groups(table):
+        per_init = part.groupby(["width", "init_seed"])[column].mean() - 1.0
+        widths = per_init.index.get_level_values("width").unique().to_numpy(dtype=float)
         slope, points = excess_slope(
-            part["width"].to_numpy(dtype=float), part["excess_mean"].to_numpy(dtype=float)
+            widths, (part.groupby("width")[column].mean() - 1.0).to_numpy()
         )
-        rows.append({**dict(zip(KEYS, key, strict=True)), "slope": slope, "points": points})
+        units = [per_init.loc[int(w)].to_numpy() for w in widths]
+        lo, hi = slope_interval(widths, units, seed)
+        rows.append({**ids, "slope": slope, "slope_lo": lo, "slope_hi": hi, "points": points})
     return select(pd.DataFrame(rows), WidthSlopes)
