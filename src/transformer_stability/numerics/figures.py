@@ -226,7 +226,11 @@ def softmax_figure(table: pd.DataFrame) -> Figure:
     ax.plot(1 - gain.p_max, gain.measured, "o", color="tab:green", label="‖Δp‖₁/η measured")
     ax.plot(1 - exact.p_max, exact.measured, "-", color="black", label="Σ|J_ij| = 2(1−Σp²)")
     ax.plot(1 - gain.p_max, gain.bound, "--", color="tab:gray", label="bound 2(1−p_max²)")
-    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="logit errors carried through")
+    ax.set(xlabel="1 − p_max", title="logit errors carried through")
+    if prop.empty:  # a log axis cannot hold an empty line: leave the panel blank
+        ax.set_title("logit errors carried through: none in this table")
+    else:
+        ax.set(xscale="log", yscale="log")
     for ax, data, x, xlabel, metric, title in [
         (axes[1], sink, "p_max", "1 − p_max", "l1_abs", "evaluation: ‖p̂ − p‖₁"),
         (axes[2], offset, "offset", "logit offset c", "max_rel", "evaluation: max_i |p̂_i−p_i|/p_i"),
@@ -265,9 +269,11 @@ def _casts_panel(ax, table: pd.DataFrame) -> None:
         color = SOFTMAX_FORMAT_COLORS[name]
         ax.plot(1 - run.p_max, run.measured, "o-", color=color, ms=4, label=name)
         ax.plot(1 - run.p_max, run.bound, "--", color=color, label=f"{name} bound")
-    ax.set(xscale="log", yscale="log", xlabel="1 − p_max", title="torch casts, shifted: ‖p̂ − p‖₁")
-    if med.empty:
+    ax.set(xlabel="1 − p_max", title="torch casts, shifted: ‖p̂ − p‖₁")
+    if med.empty:  # a log axis cannot hold an empty line: leave the panel blank
         ax.set_title("torch casts: none in this table")
+    else:
+        ax.set(xscale="log", yscale="log")
 
 
 def lipschitz_figure(table: pd.DataFrame) -> Figure:
