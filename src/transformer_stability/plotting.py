@@ -102,6 +102,13 @@ def new_figure(**kwargs: Any) -> Figure:
     return Figure(**kwargs)
 
 
+def matplotlib_ticker() -> ModuleType:
+    """matplotlib.ticker, imported where a figure is drawn."""
+    import matplotlib.ticker
+
+    return matplotlib.ticker
+
+
 def legend_line(**kwargs: Any):
     """A legend entry drawn as a line with `kwargs` (colour, style, marker, label)."""
     from matplotlib.lines import Line2D

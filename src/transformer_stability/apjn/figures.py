@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, NullLocator
 
 from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.items import Variant
@@ -22,7 +20,17 @@ from transformer_stability.apjn.style import (
     variant_label,
 )
 from transformer_stability.apjn.width_fit import COMPARED
-from transformer_stability.plotting import FigureSpec, seaborn, set_style
+from transformer_stability.plotting import (
+    FigureSpec,
+    legend_line,
+    matplotlib_ticker,
+    new_figure,
+    seaborn,
+    set_style,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _label(variant: Variant) -> str:
@@ -45,7 +53,7 @@ def plot_theory_curves(curves: pd.DataFrame) -> Figure:
     set_style()
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = new_figure(figsize=(10, 4.2), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     depth = int(curves["depth"].iloc[0])
     titles = {
@@ -214,7 +222,7 @@ def plot_depth_scaling(
     set_style()
     variants = _variants(depth)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(15, 7.5), layout="constrained")
+    fig = new_figure(figsize=(15, 7.5), layout="constrained")
     axes = fig.subplot_mosaic([["pow", "sqrt", "meas"], ["tokens", "sqrt_local", "meas"]])
     _preln_power_panel(axes["pow"], depth, asymptotics, laws, colors.get(("ln", None)))
     _preln_token_panel(axes["tokens"], tokens, crossovers)
@@ -262,7 +270,7 @@ def plot_finite_n(compare: pd.DataFrame) -> Figure:
     inputs = list(dict.fromkeys(compare["input"]))
     counts = sorted(compare["n_tokens"].unique())
     palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
-    fig = Figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
+    fig = new_figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(inputs), sharey=True))
     for ax, kind in zip(axes, inputs, strict=True):
         for n in counts:
@@ -313,7 +321,7 @@ def _ratio_panel(ax, stats: pd.DataFrame, by: str, color, marker: str = "o") -> 
     ax.plot(stats[by], stats["mean"], color=color, marker=marker, ms=3, lw=1.0)
     ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
     ax.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:.3g}")
+    plain = matplotlib_ticker().FuncFormatter(lambda value, _: f"{value:.3g}")
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(plain)
 
@@ -327,7 +335,7 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
         raise ValueError("A1 needs equiangular-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(10, 7.2), layout="constrained")
+    fig = new_figure(figsize=(10, 7.2), layout="constrained")
     grid = fig.subplots(2, 2, sharex="col", sharey="row", height_ratios=(3, 2))
     axes = grid[0]
     for col, direction in enumerate(("backward", "forward")):
@@ -396,7 +404,7 @@ def plot_images(curves: pd.DataFrame) -> Figure:
         raise ValueError("A2 needs image-input rows; measured_curves.csv has none")
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
-    fig = Figure(figsize=(3.0 * len(variants) + 1, 10.5), layout="constrained")
+    fig = new_figure(figsize=(3.0 * len(variants) + 1, 10.5), layout="constrained")
     axes = fig.subplots(
         4, len(variants), sharex="col", sharey="row", squeeze=False, height_ratios=(3, 2, 3, 2)
     )
@@ -442,7 +450,7 @@ def plot_gmfe(agreement: pd.DataFrame) -> Figure:
     palette = {_label(v): colors[(v.norm, v.alpha)] for v in _variants(table)}
     kinds = ("equiangular", "images", "images, full-Gram")
     inputs = [i for i in kinds if i in set(table["input"])]
-    fig = Figure(figsize=(5.0 * len(inputs) + 1, 7), layout="constrained")
+    fig = new_figure(figsize=(5.0 * len(inputs) + 1, 7), layout="constrained")
     axes = fig.subplots(2, len(inputs), sharey=True, squeeze=False)
     for col, kind in enumerate(inputs):
         for row, direction in enumerate(("backward", "forward")):
@@ -497,7 +505,7 @@ def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
     closure (dashed), a 1/d guide through the compared blocks' first width."""
     set_style()
     variants = _variants(excess)
-    fig = Figure(figsize=(10, 3.6 * len(variants) + 0.6), layout="constrained")
+    fig = new_figure(figsize=(10, 3.6 * len(variants) + 0.6), layout="constrained")
     axes = fig.subplots(len(variants), 2, sharex=True, squeeze=False)
     widths = np.sort(excess["width"].unique())
     for row, variant in enumerate(variants):
@@ -527,7 +535,7 @@ def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xticks(widths, [str(w) for w in widths])
-            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_minor_locator(matplotlib_ticker().NullLocator())
             ax.set_title(f"{_label(variant)}, {direction}")
             ax.set_ylabel("GMFE − 1 (measured vs theory)")
             ax.legend(frameon=False, fontsize=8)
@@ -550,7 +558,7 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         ("attn_mult", "attn_mult (mlp_mult = 1)"),
         ("mlp_mult", "mlp_mult (attn_mult = 1)"),
     ]
-    fig = Figure(figsize=(14, 7.0), layout="constrained")
+    fig = new_figure(figsize=(14, 7.0), layout="constrained")
     grid = fig.subplots(2, 3, sharex="col", sharey="row", height_ratios=(3, 2))
     axes = grid[0]
     for col, (sweep, xlabel) in enumerate(sweeps):
@@ -584,7 +592,7 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         ax.set_yscale("log")
         values = sorted(part["alpha" if sweep == "alpha" else sweep].dropna().unique())
         ax.set_xticks(values, [f"{v:g}" for v in values])
-        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_locator(matplotlib_ticker().NullLocator())
         grid[1, col].set_xlabel(xlabel)
         ax.legend(frameon=False, fontsize=8)
     axes[0].set_ylabel("end-to-end APJN $J^{L,0}$")
@@ -611,7 +619,7 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
     variants = _variants(curves)
     colors = variant_colors([(v.norm, v.alpha) for v in variants])
     inputs = [i for i in ("equiangular", "images") if i in set(curves["input"])]
-    fig = Figure(figsize=(10, 3.8 * len(inputs)), layout="constrained")
+    fig = new_figure(figsize=(10, 3.8 * len(inputs)), layout="constrained")
     axes = fig.subplots(len(inputs), 2, sharex=True, squeeze=False)
     for row, kind in enumerate(inputs):
         part = curves[curves["input"] == kind].assign(
@@ -687,7 +695,7 @@ def plot_trainability(windows: pd.DataFrame) -> Figure:
     set_style()
     windows = windows.assign(events=windows[["diverged", "loss_spikes", "grad_blowups"]].sum(1))
     depths = sorted(windows["depth"].unique())
-    fig = Figure(figsize=(3.6 * len(depths) + 1, 8), layout="constrained")
+    fig = new_figure(figsize=(3.6 * len(depths) + 1, 8), layout="constrained")
     axes = fig.subplots(len(_WINDOW_ROWS), len(depths), squeeze=False, sharex=True, sharey="row")
     finite = windows["best_loss"].replace(np.inf, np.nan)
     for j, depth in enumerate(depths):
@@ -698,9 +706,9 @@ def plot_trainability(windows: pd.DataFrame) -> Figure:
         axes[0, j].set_title(f"L = {depth}", fontsize=10)
         axes[-1, j].set_xlabel(r"$\alpha_0$")
     mults = sorted(windows["attn_mult"].unique())
-    handles = [Line2D([], [], color=NORM_COLORS[n], marker=NORM_MARKERS[n], label=NORM_LABELS[n])
+    handles = [legend_line(color=NORM_COLORS[n], marker=NORM_MARKERS[n], label=NORM_LABELS[n])
                for n in NORM_ORDER if n in set(windows["norm"])]  # fmt: skip
-    handles += [Line2D([], [], color="0.3", ls=_MULT_STYLES[k % len(_MULT_STYLES)],
+    handles += [legend_line(color="0.3", ls=_MULT_STYLES[k % len(_MULT_STYLES)],
                        label=f"init mult {m:g}") for k, m in enumerate(mults)]  # fmt: skip
     axes[0, -1].legend(handles=handles, frameon=False, fontsize=8)
     fig.suptitle("tuning windows: best loss over peak rates, the rates near it, instability")
@@ -718,7 +726,7 @@ def plot_trainability_theory(
     models at init, J-matched pairs joined by grey lines (left, middle); the theory against
     the Hutchinson estimate of J^{L,0}, one dot per built model (right)."""
     set_style()
-    fig = Figure(figsize=(15, 4.4), layout="constrained")
+    fig = new_figure(figsize=(15, 4.4), layout="constrained")
     axes = fig.subplots(1, 3)
     log10 = np.log(10)
     for ax, (column, label) in zip(axes, _WINDOW_ROWS[:2], strict=False):
