@@ -10,7 +10,8 @@ temporary folder first: the checkout and its editable install stay untouched whi
 
 Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow); mutmut runs, for
 each mutant, only those that executed the mutated function. The score counts timeouts as
-killed and untested mutants as survivors. Mutants judged equivalent (no test can tell them
+killed (shown apart: a hang that is not the mutant's, like torch's thread pool in a forked
+process, would look the same; hence mutmut's fork server) and untested mutants as survivors. Mutants judged equivalent (no test can tell them
 from the original) are listed with the reason in bench/mutation_equivalent.txt
 (`<mutant name>  # why`); the score is given with and without them. Record scores in
 bench/RESULTS.md.
@@ -121,8 +122,11 @@ def module_of(mutant: str) -> str:
 
 def report(results: dict[str, str], judged: dict[str, str]) -> list[str]:
     """Per-module and total scores, raw and with the judged-equivalent mutants set aside."""
-    lines = ["| module | mutants | killed | survived | score | score without equivalent |"]
-    lines.append("| --- | --- | --- | --- | --- | --- |")
+    lines = [
+        "| module | mutants | killed | of which timed out | survived | score "
+        "| score without equivalent |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     by_module: dict[str, list[str]] = collections.defaultdict(list)
     for mutant in results:
         by_module[module_of(mutant)].append(mutant)
@@ -131,8 +135,9 @@ def report(results: dict[str, str], judged: dict[str, str]) -> list[str]:
         killed = sum(results[m] in KILLED for m in mutants)
         counted = [m for m in mutants if m not in judged]
         killed_counted = sum(results[m] in KILLED for m in counted)
+        timeouts = sum(results[m] == "timeout" for m in mutants)
         lines.append(
-            f"| {module} | {len(mutants)} | {killed} | {len(mutants) - killed} "
+            f"| {module} | {len(mutants)} | {killed} | {timeouts} | {len(mutants) - killed} "
             f"| {killed / len(mutants):.1%} | {killed_counted / max(len(counted), 1):.1%} |"
         )
     return lines
