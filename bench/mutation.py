@@ -11,7 +11,8 @@ temporary folder first: the checkout and its editable install stay untouched whi
 Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow); mutmut runs, for
 each mutant, only those that executed the mutated function. The score counts timeouts as
 killed (shown apart: a hang that is not the mutant's, like torch's thread pool in a forked
-process, would look the same; hence mutmut's fork server) and untested mutants as survivors. Mutants judged equivalent (no test can tell them
+process, would look the same; hence mutmut's fork server) and untested mutants as
+survivors. Mutants judged equivalent (no test can tell them
 from the original) are listed with the reason in bench/mutation_equivalent.txt
 (`<mutant name>  # why`); the score is given with and without them. Record scores in
 bench/RESULTS.md.

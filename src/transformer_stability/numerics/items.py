@@ -80,8 +80,24 @@ class TokenInputs:
     text: str | None = None
 
 
+class ModelItem:
+    """What every item of one GPT-2 model shares: the model's seed, derived from the base seed
+    and the model's name (so every item of the model has its weights), and its provenance."""
+
+    spec: GPT2Spec
+    seed: int  # base seed
+
+    @property
+    def model_seed(self) -> int:
+        return model_seed(self.seed, self.spec.name)
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": self.seed, "dtype": "float64"}
+
+
 @dataclass(frozen=True)
-class GroupItem:
+class GroupItem(ModelItem):
     """The test formats of one storage group against one float64 reference, for one model at
     one residual scaling α."""
 
@@ -99,17 +115,9 @@ class GroupItem:
     def id(self) -> str:
         return f"{self.spec.name}_a{self.alpha:g}_{self.storage}"
 
-    @property
-    def model_seed(self) -> int:
-        return model_seed(self.seed, self.spec.name)
-
-    @property
-    def provenance(self) -> dict[str, int | str]:
-        return {"seed": self.seed, "dtype": "float64"}
-
 
 @dataclass(frozen=True)
-class WeightsItem:
+class WeightsItem(ModelItem):
     """The weight magnitudes ω_OV, ω_UD, ω_KQ per block of one model (α = 1, float32)."""
 
     spec: GPT2Spec
@@ -119,17 +127,9 @@ class WeightsItem:
     def id(self) -> str:
         return self.spec.name
 
-    @property
-    def model_seed(self) -> int:
-        return model_seed(self.seed, self.spec.name)
-
-    @property
-    def provenance(self) -> dict[str, int | str]:
-        return {"seed": self.seed, "dtype": "float64"}
-
 
 @dataclass(frozen=True)
-class SourcesItem:
+class SourcesItem(ModelItem):
     """One model's recursion per rounding source (N8) at one α: every source alone, rounded to
     `bits` bits in float64 arithmetic, against the float64 reference."""
 
@@ -142,14 +142,6 @@ class SourcesItem:
     @property
     def id(self) -> str:
         return self.spec.name
-
-    @property
-    def model_seed(self) -> int:
-        return model_seed(self.seed, self.spec.name)
-
-    @property
-    def provenance(self) -> dict[str, int | str]:
-        return {"seed": self.seed, "dtype": "float64"}
 
 
 def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
