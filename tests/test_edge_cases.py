@@ -32,6 +32,7 @@ from transformer_stability.counting.rates import (
     exponent_table,
     rates_table,
     reference_slopes,
+    success_table,
 )
 from transformer_stability.io import read_table
 from transformer_stability.registry import FIGURES, table_model
@@ -248,7 +249,7 @@ def test_counting_rates_edge_tables(results):
         "precision": "results/counting/precision.csv",
     }
     cases = shrinkings(_read(results, paths))
-    _check(cases, lambda t: empirical_bmin(t["training"]))
+    _check(cases, lambda t: empirical_bmin(t["training"], success_table(t["training"])))
     _check(cases, lambda t: reference_slopes(t["theory"]))
     _check(cases, lambda t: exponent_table(t["rates"], t["walls"]))
     for fit_points in (2, 3):

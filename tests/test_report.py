@@ -47,8 +47,8 @@ def test_report_of_a_run_with_one_figure_holds_that_figure_for_that_run(tiny_run
     html = (workdir / "results/report.html").read_text(errors="replace")
     names = set(re.findall(r'"name": "([\w.]+)", "filename"', html))
     assert names == {f"{FIGURE}.pdf", f"{FIGURE}.png"}
-    width = tiny["apjn"]["model"]["width"]
-    assert f"ViT of width\\n{width} and depth" in html or f"ViT of width {width} and depth" in html
+    width, depth = tiny["apjn"]["model"]["width"], tiny["apjn"]["model"]["depth"]
+    assert f"ViT of depth\\n{depth} " in html or f"ViT of depth {depth} " in html
     assert json.dumps(width) in html and "384" not in re.findall(r"width\D{0,12}(\d+)", html)
 
 
@@ -96,9 +96,9 @@ def test_the_results_page_keeps_a_table_cell_per_column():
 
 
 def _caption_widths(html: str) -> dict[str, set[str]]:
-    """The model width each of two apjn captions states, as the report holds them."""
+    """The model depth and width two apjn captions state, as the report holds them."""
     patterns = {
-        "apjn_theory_curves": r"ViT of width(?:\\n| )(\d+) and depth",
+        "apjn_theory_curves": r"ViT of depth(?:\\n| )(\d+) ",
         "apjn_permsym": r"timm ViTs \(width (\d+),",
     }
     return {name: set(re.findall(pattern, html)) for name, pattern in patterns.items()}
@@ -106,12 +106,12 @@ def _caption_widths(html: str) -> dict[str, set[str]]:
 
 @pytest.mark.slow
 def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tiny_run, tmp_path):
-    """One figure remade at another width after the tiny run, then a paper configuration
+    """One figure remade at another depth after the tiny run, then a paper configuration
     recorded (results copied off a cluster): `make report` needs neither CIFAR nor the hub,
     and captions every figure from the settings of its own tables, not from the record."""
     workdir = copy_of_run(tiny_run, tmp_path / "run")
     wider = tmp_path / "wider.yaml"
-    wider.write_text(yaml.safe_dump({"apjn": {"model": {"width": 48}}}))
+    wider.write_text(yaml.safe_dump({"apjn": {"model": {"depth": 9}}}))
     target = f"results/figures/{FIGURE}.pdf"
     configs = [str(ROOT / "tests/configs/tiny.yaml"), str(wider)]
     remade = run_snakemake(workdir, target, "--cores", "2", "--configfile", *configs)
@@ -125,5 +125,5 @@ def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tin
     report = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workdir / "results/report.html").read_text(errors="replace")
-    assert _caption_widths(html) == {"apjn_theory_curves": {"48"}, "apjn_permsym": {"32"}}
+    assert _caption_widths(html) == {"apjn_theory_curves": {"9"}, "apjn_permsym": {"32"}}
     assert "caption=rendered from the settings of its tables" in html  # no caption text there

@@ -56,8 +56,9 @@ def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figur
     with edited("apjn/measure.py"):
         jobs = planned(workdir)
     # the training runs record the estimator's J^{L,0} of each model at init
-    measured = {"apjn_curves", "apjn_width", "apjn_end_to_end", "apjn_train"}
-    derived = {"gather", "apjn_agreement", "apjn_width_fit", "figure", "claims"}
+    measured = {"apjn_curves", "apjn_width", "apjn_end_to_end", "apjn_train", "apjn_finite_n"}
+    derived = {"gather", "apjn_agreement", "apjn_width_fit", "apjn_tuning", "apjn_finite_n_compare"}
+    derived |= {"figure", "claims"}
     assert _rules(jobs) == measured | derived
     expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats", "apjn_width_scan"}
     trained = {"apjn_trainability", "apjn_trainability_theory"}
