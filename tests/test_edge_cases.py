@@ -256,7 +256,10 @@ def test_counting_rates_edge_tables(results):
         _check(
             cases,
             lambda t, k=fit_points: rates_table(
-                t["theory"], empirical_bmin(t["training"]), t["precision"], k
+                t["theory"],
+                empirical_bmin(t["training"], success_table(t["training"])),
+                t["precision"],
+                k,
             ),
         )
 
