@@ -80,10 +80,11 @@ clean-results:
 	rm -rf results .snakemake
 
 # Mutation testing of a study's science modules (bench/mutation.py; slow, not in CI), e.g.
-# `make mutation STUDY=counting MODULES="theory rates"`. mutmut is pinned here, not in the lock.
+# `make mutation STUDY=counting MODULES="theory rates"` (TESTS="theory": only
+# tests/test_counting_theory.py). mutmut is pinned here, not in the lock.
 MUTMUT := $(VENV)/.mutmut-3.8.1
 $(MUTMUT): $(STAMP)
 	$(BIN)/python -m pip install -qq mutmut==3.8.1
 	@touch $@
 mutation: $(MUTMUT)
-	$(BIN)/python bench/mutation.py --study $(STUDY) $(MODULES)
+	$(BIN)/python bench/mutation.py --study $(STUDY) $(MODULES) $(if $(TESTS),--tests $(TESTS))

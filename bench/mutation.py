@@ -8,7 +8,8 @@ temporary folder first: the checkout and its editable install stay untouched whi
     make mutation STUDY=counting MODULES="theory rates"
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
 
-Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow); mutmut runs, for
+Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow, or those matching
+`--tests`, e.g. `--tests theory kernels` for two files); mutmut runs, for
 each mutant, only those that executed the mutated function. The score counts timeouts as
 killed (shown apart: a hang that is not the mutant's, like torch's thread pool in a forked
 process, would look the same; hence mutmut's fork server) and untested mutants as
@@ -84,11 +85,12 @@ def module_paths(study: str, names: list[str]) -> list[str]:
     return paths
 
 
-def study_tests(study: str) -> list[str]:
-    tests = sorted(str(path.relative_to(ROOT)) for path in ROOT.glob(f"tests/test_{study}_*.py"))
-    if not tests:
-        sys.exit(f"no tests/test_{study}_*.py")
-    return tests
+def study_tests(study: str, patterns: list[str]) -> list[str]:
+    """The test files `tests/test_<study>_<pattern>.py` (pattern `*`: all of the study's)."""
+    found = {path for pattern in patterns for path in ROOT.glob(f"tests/test_{study}_{pattern}.py")}
+    if not found:
+        sys.exit(f"no tests/test_{study}_{{{','.join(patterns)}}}.py")
+    return sorted(str(path.relative_to(ROOT)) for path in found)
 
 
 def equivalent_mutants() -> dict[str, str]:
@@ -151,9 +153,15 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=["*"],
+        help="glob patterns after tests/test_<study>_ (default: all the study's test files)",
+    )
     args = parser.parse_args()
     modules = module_paths(args.study, args.modules)
-    tests = study_tests(args.study)
+    tests = study_tests(args.study, args.tests)
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="mutation-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
