@@ -12,7 +12,6 @@ import torch
 from torch.func import jacrev
 
 from transformer_stability.numerics.gpt2 import (
-    BlockWeights,
     ModelSourceError,
     _attention,
     _layer_norm,
@@ -34,8 +33,8 @@ from transformer_stability.numerics.metrics import (
     token_errors,
     weight_magnitudes,
 )
-from transformer_stability.numerics.recursion import BlockConstants, recursion_table
-from transformer_stability.numerics.rounding import Precision, SourceRounding
+from transformer_stability.numerics.recursion import BlockConstants
+from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import GPT2Spec
 
 TINY = GPT2Spec(size="tiny", layers=3, width=32, heads=4, vocab=97, positions=64)
@@ -356,57 +355,3 @@ def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_t
     wide = table.pivot_table(index="checkpoint", columns="source", values="measured_rel_l2")
     parts = wide[list(SOURCES)].pow(2).sum(axis=1).pow(0.5)  # independent errors: in quadrature
     assert (wide["all"] / parts).between(0.5, 2).all()
-
-
-def test_the_recursion_follows_its_terms_add_by_add():
-    """Two adds of a hand-made block, one source at a time: the bound is (1 + a)e + the
-    source's term, the typical estimate √((1 + a₂²)e² + (‖αF‖ε/√3)²), number for number."""
-    eye = torch.eye(2, dtype=torch.float64)
-    zero, ones = torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64)
-    block = BlockWeights(
-        ln_1=(ones, zero),
-        ln_2=(ones, zero),
-        qkv=(torch.cat([eye, eye, 2 * eye], dim=1), torch.zeros(6, dtype=torch.float64)),
-        attn_proj=(eye, zero),
-        fc=(torch.ones(2, 8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64)),
-        mlp_proj=(torch.ones(8, 2, dtype=torch.float64) / 4, zero),
-        heads=1,
-        scale=1.0,
-        eps=1e-5,
-        act=torch.nn.GELU(approximate="tanh"),
-    )
-    c = BlockConstants.of(block)
-    steps = pd.DataFrame(
-        {
-            "checkpoint": [1, 2],
-            "kind": ["attn", "mlp"],
-            "normed_linf": [1.0, 2.0],
-            "ln_spread": [3.0, 3.0],
-            "ln_lipschitz": [0.5, 0.25],
-            "gain_l2": [0.3, 0.2],
-            "stream_linf": [4.0, 8.0],
-            "stream_l2": [5.0, 10.0],
-            "branch_l2": [2.0, 3.0],
-            "inv_stream_linf": [0.25, 0.125],
-            "inv_stream_l2": [0.2, 0.1],
-            "measured": [1e-3, 1e-3],
-            "measured_rel": [1e-3, 1e-3],
-            "measured_rel_l2": [1e-3, 1e-3],
-        }
-    )
-    u = 2.0**-11
-    dims = {"width": 2, "seq_len": 4, "act_lipschitz": 1.2}
-    # ⟨|W_Q|1,|W_K|1⟩ = 2, d_h = 2: Λ(1) = 2·2/√2; J = ‖W_O‖∞‖W_V‖∞(1 + 2Λ) = 1·2·(1 + 2Λ)
-    attention = 2 * (1 + 2 * 4 / math.sqrt(2))
-    assert c.attention_lipschitz(1.0) == pytest.approx(attention, rel=1e-12)
-    gelu = recursion_table(steps, [c], SourceRounding("gelu", 10), dims)
-    mlp_term = c.w_proj * (u + 8 * 2.0**-53) * (c.w_fc * 2.0)  # ‖W_proj‖∞ ε ‖W_fc‖∞R
-    assert gelu.bound.tolist() == pytest.approx([0.0, mlp_term], rel=1e-12)
-    assert gelu.typical_rel_l2.tolist() == pytest.approx([0.0, 3 * u / math.sqrt(3) * 0.1])
-    add = recursion_table(steps, [c], SourceRounding("add", 10), dims)
-    first, mlp_amplification = u * 4.0, 0.25 * c.w_proj * 1.2 * c.w_fc
-    assert add.bound.tolist() == pytest.approx([first, (1 + mlp_amplification) * first + u * 8])
-    typical = [u * 5 / math.sqrt(3), u * 10 / math.sqrt(3)]
-    second = math.sqrt((1 + 0.2**2) * typical[0] ** 2 + typical[1] ** 2)
-    assert add.typical_rel_l2.tolist() == pytest.approx([typical[0] * 0.2, second * 0.1])
-    assert add.amplification.tolist() == pytest.approx([0.5 * attention, mlp_amplification])
