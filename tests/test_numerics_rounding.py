@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from transformer_stability.numerics.rounding import Precision, round_mantissa, unit_roundoff
+from transformer_stability.numerics.items import SOURCES
+from transformer_stability.numerics.rounding import (
+    Precision,
+    SourceRounding,
+    round_mantissa,
+    unit_roundoff,
+)
 
 
 def _from_bits(patterns: list[int]) -> torch.Tensor:
@@ -134,3 +140,82 @@ def test_blocked_accumulation_is_bit_exact_against_a_scalar_loop(bits, block):
         once = Precision.parse(f"m{bits}").matmul(a, b).double()
         exact = a.double() @ b.double()
         assert (product.double() - exact).abs().sum() > (once - exact).abs().sum()
+
+
+@pytest.mark.parametrize(
+    ("name", "storage", "bits", "block"),
+    [
+        ("fp64", torch.float64, 52, None),
+        ("fp32", torch.float32, 23, None),
+        ("bf16", torch.bfloat16, 7, None),
+        ("fp16", torch.float16, 10, None),
+        ("m1", torch.float32, 1, None),
+        ("m23", torch.float32, 23, None),
+        ("m10k32", torch.float32, 10, 32),
+        ("m7k1", torch.float32, 7, 1),
+    ],
+)
+def test_precision_names_give_storage_width_and_block(name, storage, bits, block):
+    precision = Precision.parse(name)
+    assert (precision.name, precision.storage, precision.mantissa_bits) == (name, storage, bits)
+    assert precision.emulated == name.startswith("m") and precision.block == block
+    # a format's u is half its spacing at 1: torch's eps/2 for the torch dtypes
+    if not precision.emulated:
+        assert precision.unit_roundoff == torch.finfo(storage).eps / 2
+    assert precision.accumulate == (torch.float64 if storage == torch.float64 else torch.float32)
+
+
+@pytest.mark.parametrize("name", ["m0", "m24", "m10k0", "m10k", "fp8", "m7k2x"])
+def test_malformed_precision_names_are_refused_with_the_accepted_forms(name):
+    with pytest.raises(ValueError, match=r"unknown precision.*m<bits>k<block>"):
+        Precision.parse(name)
+
+
+def test_storage_and_elementwise_outputs_follow_the_storage_dtype():
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    fp16 = Precision.parse("fp16")
+    assert torch.equal(fp16.store(x), x.to(torch.float16))
+    # an elementwise op already ran in the storage dtype: its output is kept as is
+    assert fp16.output("gelu", x) is x
+    m4 = Precision.parse("m4")
+    product = m4.matmul(x.float(), x.float().T)
+    assert product.dtype == torch.float32
+    assert torch.equal(product, round_mantissa(x.float() @ x.float().T, 4))
+    half = x.to(torch.float16)
+    assert torch.equal(fp16.matmul(half, half.T), (half.float() @ half.float().T).half())
+
+
+def test_blocked_products_broadcast_over_batches_like_matmul():
+    generator = torch.Generator().manual_seed(6)
+    a = round_mantissa(torch.randn(2, 3, 10, generator=generator), 6)
+    b = round_mantissa(torch.randn(10, 4, generator=generator), 6)
+    precision = Precision.parse("m6k4")
+    batched = precision.matmul(a, b)
+    assert batched.shape == (2, 3, 4)
+    for row, matrix in zip(batched, a, strict=True):
+        assert torch.equal(row, precision.matmul(matrix, b))
+    bias = torch.randn(4, generator=generator)
+    assert precision.linear(a, b, bias).shape == (2, 3, 4)
+
+
+def test_one_rounding_source_rounds_only_its_own_outputs():
+    generator = torch.Generator().manual_seed(7)
+    a, b = torch.randn(5, 8, generator=generator), torch.randn(8, 3, generator=generator)
+    bias = torch.randn(3, generator=generator)
+    exact_product = a.double() @ b.double()
+    exact_linear = exact_product + bias.double()
+    qkv = SourceRounding("qkv", 7)
+    assert (qkv.name, qkv.unit_roundoff, qkv.block) == ("qkv", 2.0**-8, None)
+    assert qkv.storage == qkv.accumulate == torch.float64
+    assert qkv.store(a).dtype == torch.float64 and torch.equal(qkv.store(a), a.double())
+    assert torch.equal(qkv.matmul(a, b, "qkv"), round_mantissa(exact_product, 7))
+    assert torch.equal(qkv.linear(a, b, bias, "qkv"), round_mantissa(exact_linear, 7))
+    # every other operation runs exactly in float64
+    assert torch.equal(qkv.matmul(a, b, "scores"), exact_product)
+    assert torch.equal(qkv.linear(a, b, bias, "fc"), exact_linear)
+    assert torch.equal(qkv.output("gelu", a), a)
+    every = SourceRounding("all", 7)
+    for source in SOURCES:
+        assert torch.equal(every.output(source, a), round_mantissa(a.double(), 7))
+    with pytest.raises(ValueError, match="unknown rounding source 'norm'"):
+        SourceRounding("norm", 7)
