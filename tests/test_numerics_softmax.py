@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from transformer_stability.numerics import softmax
+from transformer_stability.numerics.lowp import Format
 
 
 def _batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,3 +69,26 @@ def test_perturbation_bound_holds_for_large_perturbations_and_is_the_jacobian_bo
     bound = softmax.perturbation_bound(p, eta)
     assert gain <= 2 * (1 - torch.sigmoid(d - 2 * eta) ** 2) <= bound
     assert bound <= 2 * (1 - (torch.sigmoid(d) * math.exp(-2 * eta)) ** 2) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", ["m7", "fp16"])
+def test_error_bound_and_perturbations_reduce_over_the_last_axis_of_any_batch(name):
+    """Attention holds (batch, heads, query, key) rows: a 4-D stack gives each row what the
+    same row gives in a 2-D batch."""
+    z = torch.stack([_batch(seed)[0] for seed in range(6)]).view(2, 3, 4, 6) * 3.0
+    flat = z.reshape(-1, 6)
+    fmt = Format.parse(name)
+    for shifted in (False, True):
+        batched = softmax.softmax_error_bound(z, fmt, shifted)
+        want = softmax.softmax_error_bound(flat, fmt, shifted).view_as(z)
+        torch.testing.assert_close(batched, want, rtol=1e-12, atol=0)
+    gain = softmax.perturbation_gain(z, 1e-3, torch.Generator().manual_seed(6))
+    want = softmax.perturbation_gain(flat, 1e-3, torch.Generator().manual_seed(6))
+    torch.testing.assert_close(gain, want.view(2, 3, 4), rtol=1e-12, atol=0)
+    p = torch.softmax(z, -1)
+    torch.testing.assert_close(
+        softmax.perturbation_bound(p, 0.1),
+        softmax.perturbation_bound(p.reshape(-1, 6), 0.1).view(2, 3, 4),
+        rtol=0,
+        atol=0,
+    )
