@@ -116,6 +116,14 @@ def _logits(block: BlockWeights, y: torch.Tensor, z: torch.Tensor) -> torch.Tens
     return (q * k).sum(-1) * block.scale
 
 
+def test_block_constants_sum_in_float64_whatever_the_stored_dtype():
+    block = _weights(torch.Generator().manual_seed(1), heads=2, head_dim=3, signed=True)
+    stored = block.cast(Precision.parse("fp32"))
+    got, want = BlockConstants.of(stored), BlockConstants.of(stored.cast(Precision.parse("fp64")))
+    assert got.kq.dtype == F64 and torch.equal(got.kq, want.kq)
+    assert (got.w_v, got.w_o, got.w_fc, got.w_proj) == (want.w_v, want.w_o, want.w_fc, want.w_proj)
+
+
 def test_block_constants_are_the_weights_norms():
     block = _weights(torch.Generator().manual_seed(0), heads=2, head_dim=3, signed=True)
     c = BlockConstants.of(block)
@@ -162,7 +170,7 @@ def test_score_constants_bound_every_logit_and_are_attained_by_nonnegative_weigh
 
 
 def _hand_block() -> BlockWeights:
-    """Width 2, one head: W_Q = W_K = I, W_V = 2I, W_O = I, b_Q = ½, b_K = ¼, b_V = (0.1, −0.3),
+    """Width 2, one head: W_Q = W_K = I, W_V = 2I, W_O = 1.5I, b_Q = ½, b_K = ¼, b_V = (0.1, −0.3),
     b_O = 0.2; W_fc = 1 (2×8), b_fc = −½, W_proj = ¼ (8×2), b_proj = 0.6, so that
     ‖W_fc‖∞ = ‖W_proj‖∞ = 2."""
     eye = torch.eye(2, dtype=F64)
@@ -172,7 +180,7 @@ def _hand_block() -> BlockWeights:
         ln_1=(ones, zero),
         ln_2=(3 * ones, zero),
         qkv=(torch.cat([eye, eye, 2 * eye], dim=1), qkv_bias),
-        attn_proj=(eye, torch.full((2,), 0.2, dtype=F64)),
+        attn_proj=(1.5 * eye, torch.full((2,), 0.2, dtype=F64)),
         fc=(torch.ones(2, 8, dtype=F64), torch.full((8,), -0.5, dtype=F64)),
         mlp_proj=(torch.ones(8, 2, dtype=F64) / 4, torch.full((2,), 0.6, dtype=F64)),
         heads=1,
@@ -194,28 +202,28 @@ def test_hand_block_constants_and_score_path():
     c = BlockConstants.of(_hand_block())
     # rows of |W_Q|, |W_K| sum to 1: ⟨1,1⟩ = 2, bias cross terms ½·2 + ¼·2, ⟨½,¼⟩·2 = ¼
     assert c.kq.tolist() == [[2.0, 1.5, 0.25]]
-    assert (c.w_o, c.w_v, c.b_o, c.b_v) == (1.0, 2.0, 0.2, 0.3)
+    assert (c.w_o, c.w_v, c.b_o, c.b_v) == (1.5, 2.0, 0.2, 0.3)
     assert (c.w_fc, c.b_fc, c.w_proj, c.b_proj, c.ln_gain) == (2.0, 0.5, 2.0, 0.6, (1.0, 3.0))
-    # d_h = 2: S(R) = (2R² + 1.5R + ¼)/√2, Λ(R) = (4R + 1.5)/√2, J = 1·2·(1 + 2RΛ)
+    # d_h = 2: S(R) = (2R² + 1.5R + ¼)/√2, Λ(R) = (4R + 1.5)/√2, J = 1.5·2·(1 + 2RΛ)
     for radius in (1.0, 2.0):
         assert c.score_size(radius) == pytest.approx((2 * radius**2 + 1.5 * radius + 0.25) / 2**0.5)
         score_path = 2 * radius * (4 * radius + 1.5) / 2**0.5
         assert c.score_lipschitz(radius) == pytest.approx((4 * radius + 1.5) / 2**0.5)
-        assert c.attention_lipschitz(radius) == pytest.approx(2 * (1 + score_path))
+        assert c.attention_lipschitz(radius) == pytest.approx(3 * (1 + score_path))
 
 
 def test_attention_terms_of_the_hand_block():
     c = BlockConstants.of(_hand_block())
-    size = 3.75 / 2**0.5  # S(1)
-    gain = 2 * 1.0 * 2.0 * 1.0 * size  # a logit error reaches the output with 2‖W_O‖‖W_V‖R·S
-    values = 2.0 * 1.0 + 0.3  # ‖v‖∞ ≤ ‖W_V‖∞R + |b_V|
-    terms = attention_local(c, 1.0, 4, EPS)
+    size = (2 * 4 + 1.5 * 2 + 0.25) / 2**0.5  # S(2)
+    gain = 2 * 1.5 * 2.0 * 2.0 * size  # a logit error reaches the output with 2‖W_O‖‖W_V‖R·S
+    values = 2.0 * 2.0 + 0.3  # ‖v‖∞ ≤ ‖W_V‖∞R + |b_V|
+    terms = attention_local(c, 2.0, 4, EPS)
     expected = {
-        "qkv": gain * 2 * _eps_n(3) + values * _eps_n(3),  # q and k move each logit; v mixes
+        "qkv": gain * 2 * _eps_n(3) + 1.5 * values * _eps_n(3),  # q and k move logits; v mixes
         "scores": gain * (_eps_n(2) + 1e-4),
-        "softmax": values * (1e-4 + _gamma(7, 1e-6) + 2 * size * 1e-6),
-        "mix": values * _eps_n(4),
-        "attn_proj": _eps_n(3) * (values + 0.2),
+        "softmax": 1.5 * values * (1e-4 + _gamma(7, 1e-6) + 2 * size * 1e-6),
+        "mix": 1.5 * values * _eps_n(4),
+        "attn_proj": _eps_n(3) * (1.5 * values + 0.2),
     }
     assert terms == pytest.approx(expected, rel=1e-12)
 
@@ -352,3 +360,20 @@ def test_all_sources_together_add_their_terms():
     assert table.typical_rel_l2.tolist() == pytest.approx(
         [typical[0] * 0.2, typical[1] * 0.1], rel=1e-12
     )
+
+
+def test_each_add_takes_the_constants_of_its_own_block():
+    """Adds 1-2 belong to block 0, adds 3-4 to block 1: with two different blocks, each add's
+    amplification is the one its own block gives."""
+    steps = pd.concat([_steps(), _steps().assign(checkpoint=lambda t: t.checkpoint + 2)])
+    first = BlockConstants.of(_hand_block())
+    second = BlockConstants.of(_weights(torch.Generator().manual_seed(4), 1, 2, signed=True))
+    source = SourceRounding("add", 10)
+
+    def amplification(blocks: list[BlockConstants]) -> list[float]:
+        return recursion_table(steps, blocks, source, DIMS).amplification.tolist()
+
+    mixed = amplification([first, second])
+    assert mixed[:2] == amplification([first, first])[:2]
+    assert mixed[2:] == amplification([second, second])[2:]
+    assert mixed[2:] != amplification([first, first])[2:]
