@@ -196,6 +196,10 @@ def test_blocked_products_broadcast_over_batches_like_matmul():
         assert torch.equal(row, precision.matmul(matrix, b))
     bias = torch.randn(4, generator=generator)
     assert precision.linear(a, b, bias).shape == (2, 3, 4)
+    keys = round_mantissa(torch.randn(2, 10, 5, generator=generator), 6)  # batched on both sides
+    scores = precision.matmul(a, keys)
+    assert scores.shape == (2, 3, 5)
+    assert torch.equal(scores[1], precision.matmul(a[1], keys[1]))
 
 
 def test_one_rounding_source_rounds_only_its_own_outputs():
@@ -219,3 +223,34 @@ def test_one_rounding_source_rounds_only_its_own_outputs():
         assert torch.equal(every.output(source, a), round_mantissa(a.double(), 7))
     with pytest.raises(ValueError, match="unknown rounding source 'norm'"):
         SourceRounding("norm", 7)
+
+
+def test_zero_mantissa_bits_round_to_powers_of_two():
+    x = torch.rand(1000, generator=torch.Generator().manual_seed(8), dtype=torch.float64) * 100
+    once = round_mantissa(x, 0)
+    assert torch.equal(once, torch.exp2(torch.log2(once).round()))  # powers of two only
+    assert ((once - x).abs() <= unit_roundoff(0) * x).all()
+    with pytest.raises(ValueError, match="mantissa bits"):
+        round_mantissa(x, -1)
+
+
+@pytest.mark.parametrize("name", ["bf16", "m7", "m6k4"])
+def test_linear_maps_any_batch_in_the_accumulation_dtype_and_returns_storage(name):
+    """x of shape (2, 3, 8): the same rows as a flat (6, 8) batch; torch formats accumulate
+    in float32 and round once to their storage dtype."""
+    generator = torch.Generator().manual_seed(9)
+    precision = Precision.parse(name)
+    x = torch.randn(2, 3, 8, generator=generator).to(precision.storage)
+    weight = torch.randn(8, 5, generator=generator).to(precision.storage)
+    bias = torch.randn(5, generator=generator).to(precision.storage)
+    out = precision.linear(x, weight, bias)
+    assert out.shape == (2, 3, 5) and out.dtype == precision.storage
+    assert torch.equal(out.flatten(0, 1), precision.linear(x.flatten(0, 1), weight, bias))
+    if name == "bf16":
+        wide = torch.addmm(bias.float(), x.flatten(0, 1).float(), weight.float())
+        assert torch.equal(out.flatten(0, 1), wide.to(torch.bfloat16))
+    source = SourceRounding("fc", 7)
+    rounded = source.linear(x, weight, bias, "fc")
+    assert rounded.shape == (2, 3, 5) and rounded.dtype == torch.float64
+    assert torch.equal(rounded.flatten(0, 1), source.linear(x.flatten(0, 1), weight, bias, "fc"))
+    assert source.output("fc", x.float()).dtype == torch.float64
