@@ -16,6 +16,7 @@ from transformer_stability.apjn.agreement import (
     agreement_means,
     gmfe,
     region_gmfe,
+    sensitivity_ratios,
 )
 from transformer_stability.apjn.inputs import (
     bundled_images,
@@ -341,3 +342,34 @@ def test_agreement_means_average_the_curves_gmfe_and_bound_it():
     assert averaged["gmfe_averaged"] == pytest.approx(np.cosh(0.1))
     lo, hi = averaged["gmfe_averaged_lo"], averaged["gmfe_averaged_hi"]
     assert np.cosh(0.1) - 1e-12 <= lo < hi < np.exp(0.1)
+
+
+def _sweep_rows(sweep: str, value: float, ratios: list[list[float]]) -> pd.DataFrame:
+    """End-to-end rows of one Derf sweep point: ratios[init][sample] = measured / theory, the
+    theory differing between samples (each is seeded by its own input)."""
+    point = {"alpha": 1.0, "attn_mult": 1.0, "mlp_mult": 1.0} | {sweep: value}
+    return pd.DataFrame([
+        {"sweep": sweep, "norm": "derf", **point, "width": 8, "depth": 4, "init_seed": init,
+         "sample": sample, "apjn": ratio * (3.0 + sample), "apjn_theory": 3.0 + sample}
+        for init, row in enumerate(ratios) for sample, ratio in enumerate(row)
+    ])  # fmt: skip
+
+
+def test_sensitivity_ratios_average_each_point_and_bound_it_over_initializations():
+    """One point's initializations off by 1.1, 1.2 and 1.3 (both samples alike): mean 1.2,
+    an interval within their range that leaves out 1; identical initializations give a
+    zero-width interval; the depth sweep is not a sensitivity point."""
+    end_to_end = pd.concat([
+        _sweep_rows("attn_mult", 2.0, [[1.1, 1.1], [1.2, 1.2], [1.3, 1.3]]),
+        _sweep_rows("alpha", 0.5, [[0.9, 0.9], [0.9, 0.9]]),
+        _sweep_rows("depth", 1.0, [[5.0, 5.0]]),
+    ])  # fmt: skip
+    ratios = sensitivity_ratios(end_to_end).set_index("sweep")
+    assert sorted(ratios.index) == ["alpha", "attn_mult"]
+    spread = ratios.loc["attn_mult"]
+    assert spread["inits"] == 3 and spread["ratio"] == pytest.approx(1.2)
+    assert spread["apjn"] == pytest.approx(1.2 * 3.5) and spread["apjn_theory"] == 3.5
+    assert 1.1 - 1e-12 <= spread["ratio_lo"] < 1.2 < spread["ratio_hi"] <= 1.3 + 1e-12
+    steady = ratios.loc["alpha"]
+    assert steady["alpha"] == 0.5 and steady["attn_mult"] == 1.0
+    assert steady[["ratio", "ratio_lo", "ratio_hi"]].to_numpy() == pytest.approx(0.9)
