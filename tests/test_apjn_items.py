@@ -104,6 +104,23 @@ def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):
     )
 
 
+def test_a_sensitivity_point_read_backward_matches_the_forward_curve_at_its_depth(tiny):
+    """A sensitivity point takes J^{L,0} from reverse passes, the depth sweep from forward
+    mode: the same model and inputs, estimates of the same mean with the same variance, so
+    with many probes they agree to Monte Carlo accuracy, and are not identical draws."""
+    apjn = deep_merge(tiny["apjn"], {"measure": {"probes": 400}, "sensitivity": {"inits": 1}})
+    point = next(i for i in sensitivity_items(apjn, 0) if i.sweep == "attn_mult")
+    curve = replace(point, sweep="depth", depths=tuple(range(1, point.spec.depth + 1)))
+    device = torch.device("cpu")
+    backward = end_to_end_table(point, device)
+    forward = end_to_end_table(curve, device)
+    assert list(backward["depth"]) == [point.spec.depth] * point.settings.samples
+    deepest = forward[forward["depth"] == point.spec.depth].reset_index(drop=True)
+    assert backward["apjn"].to_numpy() == pytest.approx(deepest["apjn"].to_numpy(), rel=0.05)
+    assert not (backward["apjn"].to_numpy() == deepest["apjn"].to_numpy()).any()
+    assert backward["apjn_theory"].to_numpy() == pytest.approx(deepest["apjn_theory"].to_numpy())
+
+
 def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):
     apjn = deep_merge(tiny["apjn"], {"train": {"seeds": 2}})
     item = next(i for i in train_items(apjn, 3) if i.spec.norm == "derf")

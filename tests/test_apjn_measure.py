@@ -32,6 +32,7 @@ from transformer_stability.apjn.measure import (
     forward_apjn,
     gaussian_probes,
     model_blocks,
+    push_tangents,
     token_statistics,
 )
 from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
@@ -108,6 +109,27 @@ def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
     torch.testing.assert_close(one_pass, chunked, rtol=1e-12, atol=0)
     alone = forward_apjn(blocks, x0[1:2], probes[1:2])
     torch.testing.assert_close(one_pass[1:2], alone, rtol=1e-12, atol=0)
+
+
+def test_pushing_a_stack_in_pieces_equals_one_pass_and_each_probe_alone():
+    """push_tangents maps the P tangents of each input together: a stack pushed in two pieces
+    (the second fed by the first's outputs) gives the one-pass outputs, tangents and norms,
+    and each probe's tangent is the one it gets alone."""
+    blocks, x0 = _tiny("dyt", 1.0)
+    x0 = torch.cat([x0, 0.5 * x0])
+    v = gaussian_probes(x0, 3, torch.Generator().manual_seed(5)).transpose(0, 1)
+    primal, tangent, norms = push_tangents(blocks, x0, v)
+    middle, half_tangent, first = push_tangents(blocks[:1], x0, v)
+    end, end_tangent, second = push_tangents(blocks[1:], middle, half_tangent)
+    assert norms.shape == (3, 2, len(blocks))
+    torch.testing.assert_close(end, primal, rtol=1e-12, atol=0)
+    torch.testing.assert_close(end_tangent, tangent, rtol=1e-12, atol=0)
+    torch.testing.assert_close(torch.cat([first, second], dim=-1), norms, rtol=1e-12, atol=0)
+    alone = push_tangents(blocks, x0, v[1:2])
+    torch.testing.assert_close(alone[1][0], tangent[1], rtol=1e-12, atol=0)
+    torch.testing.assert_close(primal, block_states(blocks, x0)[-1], rtol=1e-12, atol=0)
+    expected = tangent.pow(2).sum(dim=(-2, -1)) / tangent[0, 0].numel()
+    torch.testing.assert_close(norms[..., -1], expected, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize(
