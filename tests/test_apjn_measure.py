@@ -98,6 +98,7 @@ def test_all_blocks_estimator_equals_the_per_pair_loop():
     fast = backward_apjn(blocks, x0, probes, chunk_size=3)
     slow = backward_apjn_per_pair(blocks, x0, probes)
     torch.testing.assert_close(fast, slow, rtol=1e-12, atol=0)
+    assert fast.dtype == torch.float64
 
 
 def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
@@ -106,6 +107,7 @@ def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
     probes = gaussian_probes(x0, 4, torch.Generator().manual_seed(4))
     one_pass = forward_apjn(blocks, x0, probes, chunk_size=100)
     chunked = forward_apjn(blocks, x0, probes, chunk_size=5)
+    assert one_pass.dtype == torch.float64  # whatever the model's dtype: the tables' precision
     torch.testing.assert_close(one_pass, chunked, rtol=1e-12, atol=0)
     alone = forward_apjn(blocks, x0[1:2], probes[1:2])
     torch.testing.assert_close(one_pass[1:2], alone, rtol=1e-12, atol=0)
