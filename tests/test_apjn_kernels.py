@@ -134,6 +134,14 @@ def test_relu_kernel_limits_and_derivative():
         assert numeric == pytest.approx(relu_kappa_prime(rho), rel=1e-6)
 
 
+def test_norm_kernel_picks_each_variants_kernel():
+    """LayerNorm needs no alpha (and ignores one); erf is closed-form, tanh by quadrature."""
+    assert norm_kernel("ln") == norm_kernel("ln", 2.0) == LayerNormKernel()
+    assert norm_kernel("derf", 0.7) == ErfKernel(0.7)
+    dyt = norm_kernel("dyt", 0.7)
+    assert isinstance(dyt, QuadratureKernel) and dyt.alpha == 0.7 and dyt.phi is np.tanh
+
+
 @pytest.mark.parametrize(("norm", "alpha"), [("derf", None), ("dyt", 0.0), ("bn", 1.0)])
 def test_norm_kernel_rejects_bad_arguments(norm, alpha):
     with pytest.raises(ValueError, match="alpha|unknown norm"):
