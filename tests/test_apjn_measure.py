@@ -25,6 +25,7 @@ from transformer_stability.apjn.inputs import (
     read_cifar100,
 )
 from transformer_stability.apjn.measure import (
+    _chunks,
     backward_apjn,
     backward_apjn_per_pair,
     block_states,
@@ -133,15 +134,28 @@ def test_hutchinson_estimates_converge_to_the_exact_apjn(norm, alpha):
 
 def test_probes_are_float64_draws_whatever_the_working_dtype():
     """The same generator state gives the same probes (rounded) for a float32 batch as for a
-    float64 one: draws are made in float64 on the CPU; one standard normal per coordinate."""
+    float64 one: draws are made in float64 on the CPU, one standard normal per coordinate, and
+    moved to the batch's device (here the meta device)."""
     like = torch.zeros(2, 5, 3, dtype=torch.float64)
     wide = gaussian_probes(like, 4000, torch.Generator().manual_seed(8))
     narrow = gaussian_probes(like.float(), 4000, torch.Generator().manual_seed(8))
     assert wide.shape == (2, 4000, 5, 3) and wide.dtype == torch.float64
     assert narrow.dtype == torch.float32
     torch.testing.assert_close(narrow, wide.float(), rtol=0, atol=0)
+    assert (wide != wide.float().double()).all()  # float64 draws, not widened float32 ones
+    on_meta = gaussian_probes(like.to("meta"), 3, torch.Generator().manual_seed(8))
+    assert on_meta.device.type == "meta" and on_meta.shape == (2, 3, 5, 3)
     assert float(wide.mean()) == pytest.approx(0.0, abs=0.02)
     assert float(wide.var()) == pytest.approx(1.0, abs=0.02)
+
+
+def test_chunks_partition_the_batch():
+    """Chunks are disjoint, in order, cover every row once and hold at most `size` rows: what
+    bounds the memory of one autograd pass."""
+    for total, size in ((10, 4), (8, 8), (3, 64)):
+        rows = [list(range(total))[part] for part in _chunks(total, size)]
+        assert sum(rows, []) == list(range(total))
+        assert all(0 < len(chunk) <= size for chunk in rows)
 
 
 def test_token_statistics_average_over_the_tokens_after_cls():
