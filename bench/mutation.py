@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import shutil
 import subprocess
@@ -35,9 +34,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "src/transformer_stability"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 KILLED = {"killed", "timeout"}
-# one torch/BLAS thread per mutant: on a shared 2-core machine a thread pool spins against the
-# other processes and a tiny-model test took 10x longer (15 s instead of 1.6 s)
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def copy_tree(destination: Path) -> None:
@@ -176,7 +172,6 @@ def main() -> None:
             [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)],
             cwd=workdir,
             check=True,
-            env=os.environ | ONE_THREAD,
         )
         results = outcomes(workdir)
         judged = equivalent_mutants()
