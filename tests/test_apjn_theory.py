@@ -33,9 +33,11 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_mean_field_constants_of_vit_b_match_the_spec():
-    assert VIT_B.a == pytest.approx(0.094372, abs=5e-7)
-    assert VIT_B.m == pytest.approx(0.377487, abs=5e-7)
-    assert VIT_B.n_tokens == 196
+    """Built inside the test (the module's VIT_B is built once, at import)."""
+    vit_b = MeanField.from_shape(ViTShape(width=768, n_tokens_total=197))
+    assert vit_b.a == pytest.approx(0.094372, abs=5e-7)
+    assert vit_b.m == pytest.approx(0.377487, abs=5e-7)
+    assert vit_b.n_tokens == 196 and not vit_b.exact
 
 
 def test_init_multipliers_scale_the_constants():
@@ -281,12 +283,13 @@ def test_forward_curve_from_a_later_source_uses_that_blocks_statistics():
     )
 
 
-@pytest.mark.parametrize("shift", [0.3, 0.6667, 1.0004])
+@pytest.mark.parametrize("shift", [0.3, 0.6667, 1.0004, 3.0])
 def test_log_gamma_ratio_is_accurate_on_both_sides_of_the_series_switch(shift):
     """ln Gamma(x + s) - ln Gamma(x): the asymptotic series (x >= 1e4) meets the gammaln
     difference at the switch, and obeys the recurrence R(x + 1) - R(x) = ln(1 + s/x) far beyond
-    it, where the gammaln difference would cancel."""
-    near = np.array([9_999.0, 1e4, 1.5e4, 3e4])
+    it, where the gammaln difference would cancel. s = 3 makes the 1/x^2 term (~2.5e-8 at
+    1e4) visible above the gammaln difference's rounding."""
+    near = np.array([9_999.0, 1e4, 1e4 + 0.5, 1.5e4, 3e4])
     np.testing.assert_allclose(
         _log_gamma_ratio(near, shift), gammaln(near + shift) - gammaln(near), rtol=0, atol=1e-10
     )
@@ -358,3 +361,18 @@ def test_exact_closure_end_to_end_keeps_the_self_term():
     log_j = end_to_end_log_apjn("derf", 1.0, exact, 1.0, 0.2, max_depth=50)
     np.testing.assert_allclose(log_j, forward_log_apjn(with_self, exact), rtol=1e-12)
     assert abs(log_j[-1] - forward_log_apjn(without, exact)[-1]) > 1e-3
+
+
+def test_two_mode_closed_form_follows_the_map_from_any_start():
+    """From a start (J, K) = (j0, k0) at rho = 1 the closed form equals the 2 x 2 map iterated
+    by hand: (J, K) += a (s J + x K) / q, both times 1 + m / (2 (q + a)), q += a + m/2."""
+    mf, q0, (j0, k0) = MeanField(VIT_B.a, VIT_B.m, n_tokens=4), 0.6, (0.7, 0.4)
+    s, x = 1 / 4, 1.0
+    q, j, k, by_hand = q0, j0, k0, [math.log(j0)]
+    for _ in range(60):
+        mixed = mf.a * (s * j + x * k) / q
+        gain = 1 + mf.m / (2 * (q + mf.a))
+        j, k, q = (j + mixed) * gain, (k + mixed) * gain, q + mf.a + mf.m / 2
+        by_hand.append(math.log(j))
+    closed = preln_two_mode_log_apjn(mf, q0, np.arange(61), j0=j0, k0=k0)
+    np.testing.assert_allclose(closed, by_hand, rtol=1e-10, atol=1e-12)
