@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from transformer_stability.apjn.kernels import norm_kernel, relu_kappa
+from transformer_stability.apjn.kernels import norm_kernel, relu_kappa, relu_kappa_prime
 from transformer_stability.apjn.theory import (
     MeanField,
     ViTShape,
@@ -376,3 +376,18 @@ def test_two_mode_closed_form_follows_the_map_from_any_start():
         by_hand.append(math.log(j))
     closed = preln_two_mode_log_apjn(mf, q0, np.arange(61), j0=j0, k0=k0)
     np.testing.assert_allclose(closed, by_hand, rtol=1e-10, atol=1e-12)
+
+
+def test_trajectory_susceptibilities_are_the_kernels_at_their_points():
+    """chi_* are the norm kernel at the block input (q_l, p_l); chi_h_* and kappa'(rho_h) at the
+    mid-block point q_h = q_l + a p~, p_h = p_l + a p~ (the authors' closure)."""
+    kernel, mf = norm_kernel("derf", 1.2), MeanField(a=0.4, m=0.5, n_tokens=8)
+    traj = propagate_statistics(kernel, mf, 1.0, 0.3, depth=6)
+    for layer in range(6):
+        k = kernel(traj.q[layer], traj.p[layer])
+        kh = kernel(traj.q[layer] + mf.a * k.p_tilde, traj.p[layer] + mf.a * k.p_tilde)
+        got = (traj.chi_q, traj.chi_p, traj.chi_h_q, traj.chi_h_p, traj.kappa_prime_h)
+        expected = (k.chi_q, k.chi_p, kh.chi_q, kh.chi_p, relu_kappa_prime(kh.p_tilde / kh.q_tilde))
+        for value, target in zip(got, expected, strict=True):
+            assert value[layer] == pytest.approx(target, rel=1e-12)
+    assert traj.depth == 6
