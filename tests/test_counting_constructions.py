@@ -3,16 +3,23 @@ norms above the theory's lower bound, and the grid check catches a broken one.""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from transformer_stability.counting.constructions import construct, grid_errors
+from transformer_stability.counting.constructions import (
+    axis_frame,
+    construct,
+    grid_errors,
+    mean_zero_frame,
+)
 from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.theory import lower_bound, prenorm_max_length
 
 
+@pytest.mark.slow  # the construction's properties at L = 40 are a fast test below
 def test_linear_attention_construction_is_exact_at_4096():
     spec = ModelSpec("none", "regression", 8, 4096, attention="linear")
     found = construct(spec)
@@ -48,3 +55,63 @@ def test_a_broken_construction_is_caught_by_the_grid_check():
 def test_bare_prenorm_has_no_construction_past_its_wall():
     wall = prenorm_max_length(2 * math.sqrt(8))
     assert construct(ModelSpec("pre_bare", "regression", 8, wall + 1)) is None
+
+
+@pytest.mark.parametrize("d", [4, 8, 13])
+def test_frames_are_orthonormal_mean_zero_pairs(d):
+    """LayerNorm keeps mean-zero directions (up to sqrt d); the axis frame's g1 is the mean-zero
+    direction closest to e_1, so it reads e_1 with gain sqrt((d - 1) / d)."""
+    for frame in (mean_zero_frame(d), axis_frame(d)):
+        g = np.stack(frame)
+        np.testing.assert_allclose(g @ g.T, np.eye(2), atol=1e-12)
+        np.testing.assert_allclose(g.sum(1), 0.0, atol=1e-12)
+    g1 = axis_frame(d)[0]
+    assert g1[0] == pytest.approx(math.sqrt((d - 1) / d))
+    np.testing.assert_allclose(g1[1:], g1[1])
+    g1, g2 = mean_zero_frame(d)
+    assert not (np.abs(g1) * np.abs(g2)).any()  # disjoint supports
+
+
+def test_the_mean_zero_frame_needs_four_dimensions():
+    with pytest.raises(ValueError, match="d >= 4"):
+        mean_zero_frame(3)
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_grid_errors_equal_the_forward_pass_in_any_chunking(readout):
+    spec = ModelSpec("pre_learned", readout, 8, 12)
+    found = construct(spec)
+    c, m = torch_grid(12)
+    out = grid_forward(spec, found.params, c, m)[0]
+    if readout == "regression":
+        expected = float((out - c).abs().max())
+    else:
+        found.params.head_w[0, [3, 4]] = found.params.head_w[0, [4, 3]]  # counts 3, 4 swapped
+        expected = 1.0
+    for chunk in (7, 50, 1 << 18):
+        worst, exact = grid_errors(found, chunk=chunk)
+        assert worst == pytest.approx(expected, rel=1e-12)
+        assert exact == (readout == "regression")
+
+
+@pytest.mark.parametrize(("d", "norm"), [(8, math.sqrt(2)), (16, None)])
+def test_linear_attention_construction_balances_its_bias_and_ignores_m(d, norm):
+    """Smallest B with |b0| <= B: e_Q and u have norm B, |b0| = B, e_b = 0; the output is c
+    exactly, whatever m."""
+    found = construct(ModelSpec("none", "regression", d, 40, attention="linear"))
+    p = found.params
+    bound = found.max_norm
+    for vector in (p.e_q, p.u):
+        assert float(vector.norm()) == pytest.approx(bound, rel=1e-9)
+    assert float(p.b0.abs()) == pytest.approx(bound, rel=1e-9)
+    assert float(p.e_a.norm()) <= bound and not p.e_b.any()
+    c, m = torch_grid(40)
+    out = grid_forward(found.spec, p, c, m)[0]
+    torch.testing.assert_close(out, c.to(out.dtype), rtol=0, atol=1e-9)
+    if norm is not None:
+        assert bound == pytest.approx(norm, rel=1e-9)
+
+
+def test_linear_attention_is_built_for_the_no_norm_placement_only():
+    with pytest.raises(ValueError, match="placement 'none'"):
+        construct(ModelSpec("post_bare", "regression", 8, 8, attention="linear"))
