@@ -21,6 +21,7 @@ from transformer_stability.counting.theory import (
     optimal_arc,
     predicted_exponent,
     prenorm_max_length,
+    prenorm_wall,
     saturation,
 )
 
@@ -113,9 +114,11 @@ def test_softmax_placements_follow_the_quarter_square_gain(d):
     assert lower_bound("pre_bare", length, d) == pytest.approx(gain / (2 * math.sqrt(d)), rel=1e-6)
 
 
-@pytest.mark.parametrize(("score_range", "expected"), [(4, 15), (6, 41), (8, 110)])
-def test_prenorm_wall_matches_the_spec_table(score_range, expected):
-    assert prenorm_max_length(score_range) == expected
+@pytest.mark.parametrize(("d", "expected"), [(4, 15), (9, 41), (16, 110)])
+def test_prenorm_wall_matches_the_spec_table(d, expected):
+    """Score ranges S = 2 sqrt(d) = 4, 6, 8: the walls of the spec's table."""
+    assert prenorm_max_length(2 * math.sqrt(d)) == expected
+    assert prenorm_wall(d) == expected
 
 
 def test_the_wall_is_where_the_most_linear_alpha_stops_fitting():
