@@ -115,3 +115,18 @@ def test_linear_attention_construction_balances_its_bias_and_ignores_m(d, norm):
 def test_linear_attention_is_built_for_the_no_norm_placement_only():
     with pytest.raises(ValueError, match="placement 'none'"):
         construct(ModelSpec("post_bare", "regression", 8, 8, attention="linear"))
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_b_tokens_point_away_from_the_query(placement):
+    """e_b = -e_Q direction in every regression construction (b tokens score lowest; post-norm:
+    the output line does not depend on m); without a norm e_b is grown up to the largest norm,
+    which only shrinks the b tokens' weight."""
+    found = construct(ModelSpec(placement, "regression", 8, 12))
+    e_q, e_b = found.params.e_q[0], found.params.e_b[0]
+    cosine = float(e_q @ e_b / (e_q.norm() * e_b.norm()))
+    assert cosine == pytest.approx(-1.0, abs=1e-12)
+    if placement == "none":
+        assert float(e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
+    else:
+        torch.testing.assert_close(e_b, -e_q, rtol=0, atol=1e-15)
