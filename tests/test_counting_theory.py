@@ -215,3 +215,29 @@ def test_fit_window_and_exponent_use_the_last_finite_positive_points():
     assert fitted_exponent(lengths, values, 3) == pytest.approx(0.5)
     assert fitted_exponent(lengths, values, 4) < 0  # the first point (5.0) bends it down
     assert math.isnan(fitted_exponent(lengths[:3], np.array([np.inf, 0.0, 2.0]), 3))
+
+
+def test_two_points_fit_the_slope_between_them():
+    assert fitted_exponent(np.array([4, 16]), np.array([3.0, 6.0]), 3) == pytest.approx(0.5)
+
+
+def test_the_wall_search_reaches_up_to_its_limit_and_returns_a_length():
+    """S = 4: the wall 15 lies below limit 16, so it is found, as an integer length."""
+    wall = prenorm_max_length(4.0, limit=16)
+    assert wall == 15 and isinstance(wall, int)
+
+
+def test_bare_prenorm_cannot_score_a_tokens_above_the_query():
+    """Normalized tokens share the norm sqrt(d): no score beats the query's own, alpha <= 1. At
+    L = 2 the gain's optimum sits on that edge: t = (0, 1/2, 2/3) and c - D t spans 1 from
+    D = 3/2, so B >= (3/2) / (2 sqrt d); without a norm a larger alpha needs less."""
+    assert lower_bound("pre_bare", 2, 8) == pytest.approx(1.5 / (2 * math.sqrt(8)), rel=1e-6)
+    assert minimal_gain(2).gain < 1.5 * 0.9
+
+
+def test_bare_postnorm_pays_for_its_bias_and_a_learned_gain_does_not():
+    """Bare: |b0| <= B binds at short L, above the bias-free LP; learned: the bias comes from
+    <u, beta> and is free, below the bias-bounded LP (d = 8, L = 8)."""
+    bare, learned = (lower_bound(p, 8, 8) for p in ("post_bare", "post_learned"))
+    assert bare > 1.2 * optimal_arc(8, math.sqrt(8), bias_bounded=False).value
+    assert learned**2 * 1.2 < optimal_arc(8, math.sqrt(7), bias_bounded=True).value
