@@ -241,3 +241,16 @@ def test_bare_postnorm_pays_for_its_bias_and_a_learned_gain_does_not():
     bare, learned = (lower_bound(p, 8, 8) for p in ("post_bare", "post_learned"))
     assert bare > 1.2 * optimal_arc(8, math.sqrt(8), bias_bounded=False).value
     assert learned**2 * 1.2 < optimal_arc(8, math.sqrt(7), bias_bounded=True).value
+
+
+def test_the_optimal_arc_is_a_local_minimum_of_the_readout_lp():
+    """No nearby line (foot +-1 % of L, distance +-2 %) needs less (L = 24, bare)."""
+    length, scale = 24, math.sqrt(8)
+    arc = optimal_arc(length, scale, bias_bounded=True)
+    for foot in (-0.01, 0.01):
+        for distance in (-0.02, 0.0, 0.02):
+            geometry = line_directions(
+                length, arc.foot + foot * length, arc.distance * (1 + distance)
+            )
+            found = arc_readout_lp(geometry, scale, True)
+            assert found is None or arc.value <= found[0] * (1 + 1e-9)
