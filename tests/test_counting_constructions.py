@@ -11,10 +11,11 @@ from transformer_stability.counting.constructions import (
     axis_frame,
     construct,
     grid_errors,
+    line_directions,
     mean_zero_frame,
 )
 from transformer_stability.counting.grid import torch_grid
-from transformer_stability.counting.model import ModelSpec, grid_forward
+from transformer_stability.counting.model import ModelSpec, grid_forward, grid_representation
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.theory import lower_bound, prenorm_max_length
 
@@ -130,3 +131,41 @@ def test_b_tokens_point_away_from_the_query(placement):
         assert float(e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
     else:
         torch.testing.assert_close(e_b, -e_q, rtol=0, atol=1e-15)
+
+
+def test_line_directions_are_unit_vectors_along_the_line():
+    directions = line_directions(5, 1.5, 2.0)
+    points = np.c_[np.arange(6) - 1.5, np.full(6, 2.0)]
+    np.testing.assert_allclose(directions * np.hypot(*points.T)[:, None], points)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_every_regression_construction_keeps_its_margin(placement):
+    """The read-out LPs are solved on exact constraints with the band 1/2 - margin: the whole
+    grid stays within it, not only within the rounding threshold."""
+    found = construct(ModelSpec(placement, "regression", 8, 12), margin=0.02)
+    assert grid_errors(found)[0] <= 0.48 + 1e-9
+
+
+@pytest.mark.parametrize("length", [5, 12])
+def test_no_norm_construction_pays_sqrt_2_over_the_bound(length):
+    """With u orthogonal to e_Q the gain is D = |u| |e_a| = B^2 where the bound allows
+    D <= 2 B^2; at margin 0 the construction is exactly sqrt 2 above the lower bound."""
+    found = construct(ModelSpec("none", "regression", 8, length), margin=0.0)
+    assert found.max_norm == pytest.approx(math.sqrt(2) * lower_bound("none", length, 8), rel=1e-6)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_classification_heads_have_one_unit_row_per_count(placement):
+    """L + 1 rows, the largest (with its bias) of norm 1; without pre-norm row k is the unit
+    direction of the output at (k, 0), with no bias (the nearest-direction head)."""
+    spec = ModelSpec(placement, "classification", 8, 9)
+    p = construct(spec).params
+    rows = torch.cat([p.head_w[0], p.head_b[0][:, None]], 1)
+    assert rows.shape == (10, 9)
+    assert float(rows.norm(dim=1).max()) == pytest.approx(1.0)
+    if not spec.pre:
+        c = torch.arange(10)
+        rep = grid_representation(spec, p, c, torch.zeros_like(c))[0]
+        torch.testing.assert_close(p.head_w[0], rep / rep.norm(dim=1, keepdim=True))
+        assert not p.head_b.any()

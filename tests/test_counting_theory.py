@@ -157,12 +157,6 @@ def test_arc_readout_lp_is_infeasible_when_every_count_shares_one_direction():
     assert arc_readout_lp(same, 1.0, False) is None
 
 
-def test_line_directions_are_unit_vectors_along_the_line():
-    directions = line_directions(5, 1.5, 2.0)
-    points = np.c_[np.arange(6) - 1.5, np.full(6, 2.0)]
-    np.testing.assert_allclose(directions * np.hypot(*points.T)[:, None], points)
-
-
 def test_the_optimal_arc_is_no_worse_than_other_geometries():
     length, scale = 20, math.sqrt(8)
     arc = optimal_arc(length, scale, bias_bounded=True)
