@@ -228,12 +228,18 @@ def attention_items(numerics: dict[str, Any], seed: int) -> list[AttentionItem]:
     return [AttentionItem(spec, model_inputs(spec, inputs), seed) for spec in model_specs(numerics)]
 
 
+def _trained_models(numerics: dict[str, Any]) -> list[str]:
+    """The pipeline's trained models, where the config has any."""
+    trained = any(entry["weights"] == "trained" for entry in numerics["models"])
+    return [MODELS_DIR] if trained else []
+
+
 def _outside_files(numerics: dict[str, Any]) -> list[str]:
     """The files the GPT-2 runs read: the text file they tokenize, if any (else synthetic
     tokens), and the pipeline's trained models with their held-out text, if any."""
-    text = numerics["inputs"]["text"]
-    trained = any(entry["weights"] == "trained" for entry in numerics["models"])
-    return [*([text] if text is not None else []), *([MODELS_DIR, HELDOUT_TEXT] if trained else [])]
+    text = [numerics["inputs"]["text"]] if numerics["inputs"]["text"] is not None else []
+    trained = _trained_models(numerics)
+    return [*text, *trained, *([HELDOUT_TEXT] if trained else [])]
 
 
 def group_work(item: GroupItem) -> Work:
@@ -276,7 +282,7 @@ SWEEPS = (
         weights_items,
         {"table": "numerics/gpt2_weights"},
         settings=_MODELS,
-        inputs=_outside_files,
+        inputs=_trained_models,
         gpu=False,
     ),
     Sweep(
