@@ -10,9 +10,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-import yaml
-from filelock import FileLock
+# One thread per test process, set before torch or numpy start their pools: pytest-xdist runs a
+# worker per core beside the workflow runs of the slow tests, and intra-op threads on the tests'
+# small tensors only wait for each other (tests/test_apjn_train.py: 67 CPU s with torch's
+# default threads, 9 with one, on a busy machine). Snakemake sets its jobs' thread variables to
+# the job's threads, so the tests' workflow runs compute as a user's run does.
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+from filelock import FileLock  # noqa: E402
+
+torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"

@@ -4,8 +4,9 @@ alpha, one sample, one L, one B, one d, one seed, one precision, one model, ...)
 (a Figure that renders to PNG, a DataFrame) or refuses with a ValueError raised by this
 package's own code, whose message says what is missing.
 
-Two sets of shrinkings: enumerated ones (for each swept column, the first and the last value
-present in every table of the call, then all columns at once), and `hypothesis` ones, which
+Two sets of shrinkings: enumerated ones (for each swept column, the first value present in
+every table of the call, then all columns at once at their first and at their last value), and
+`hypothesis` ones, which
 keep an arbitrary value of several columns in turn (derandomized, so CI sees the same examples
 on every run; a failure is shrunk to the fewest columns that break)."""
 
@@ -112,15 +113,16 @@ def _fingerprint(tables: Mapping[str, pd.DataFrame]) -> tuple:
 
 
 def shrinkings(tables: Mapping[str, pd.DataFrame]) -> list[tuple[str, Tables]]:
-    """(description, tables) for one value of each swept column, and for all at once; a cut
-    that leaves the same tables as an earlier one (a column with one value, first = last) is
+    """(description, tables) for the first value of each swept column, and for all columns at
+    once at their first and at their last value (other single values are the `hypothesis`
+    test's); a cut that leaves the same tables as an earlier one (a column with one value) is
     listed once, since a plot of the same tables has the same outcome."""
     cases, seen = [], set()
     for pick, name in ((0, "first"), (-1, "last")):
         everything = dict(tables)
         candidates = []
         for column in SWEPT:
-            shrunk = shrink(tables, column, pick)
+            shrunk = shrink(tables, column, pick) if pick == 0 else None
             if shrunk is not None:
                 candidates.append((f"{column}={name}", shrunk))
             shrunk_all = shrink(everything, column, pick)

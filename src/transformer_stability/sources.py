@@ -26,8 +26,10 @@ def _checks_only(name: str) -> bool:
     return name == f"{PACKAGE}.registry" or name.rsplit(".", 1)[-1] == "tables"
 
 
-def _imports(path: Path, module: str) -> set[str]:
-    """Modules of this package that the source file `path` (module `module`) imports."""
+@cache
+def _imports(path: Path, module: str) -> frozenset[str]:
+    """Modules of this package that the source file `path` (module `module`) imports. Cached:
+    one Snakemake start asks for the closures of some 50 rules, which share most modules."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
@@ -40,7 +42,7 @@ def _imports(path: Path, module: str) -> set[str]:
             found.add(base)
             # `from package import module` imports a module, not a name
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name == PACKAGE or name.startswith(f"{PACKAGE}.")}
+    return frozenset(name for name in found if name == PACKAGE or name.startswith(f"{PACKAGE}."))
 
 
 @cache
