@@ -31,6 +31,8 @@ from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 from transformer_stability.numerics.gpt2 import random_gpt2
 from transformer_stability.numerics.items import model_seed, model_specs
 from transformer_stability.numerics.spec import GPT2Spec
+from transformer_stability.numerics.tables import Gpt2Training
+from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
 
@@ -172,4 +174,4 @@ def train_models(
         model.save_pretrained(out / spec.name)
         tokenizer.save_pretrained(out / spec.name)
         curves.append(curve)
-    return pd.concat(curves, ignore_index=True)
+    return select(pd.concat(curves, ignore_index=True), Gpt2Training)
