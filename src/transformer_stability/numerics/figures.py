@@ -406,7 +406,8 @@ def sinks_figure(table: pd.DataFrame, softmax: pd.DataFrame) -> Figure:
         heads = rows["head"].max() + 1
         for ax, statistic in zip(axes, ("p_max", "first_token"), strict=True):
             run = rows[rows.statistic == statistic]
-            x = run.block + 0.8 * (run["head"] + 0.5) / heads - 0.4
+            # heads side by side within a block, models side by side within a head
+            x = run.block + 0.8 * (run["head"] + (k + 0.5) / len(models)) / heads - 0.4
             low, mid, high = (run[q] for q in ("p25", "p50", "p75"))
             if statistic == "p_max":  # the tail mass: its quantiles are the p_max's reversed
                 low, mid, high = 1 - high, 1 - mid, 1 - low
@@ -435,6 +436,8 @@ def sinks_figure(table: pd.DataFrame, softmax: pd.DataFrame) -> Figure:
         ylabel="weight on the first token",
         title="the first token's weight (late rows)",
     )
+    for ax in axes:
+        ax.set_xticks(sorted(table.block.unique()))
     axes[0].legend(fontsize=8)
     return fig
 

@@ -55,7 +55,8 @@ def split_glosses(lines: list[str], heldout_every: int) -> tuple[list[str], list
 
 
 def train_tokenizer(lines: list[str], vocab: int) -> GPT2TokenizerFast:
-    """Byte-level BPE of `vocab` tokens (the 256 bytes, the separator, then merges)."""
+    """Byte-level BPE of `vocab` tokens (the special token, the 256 bytes, then merges), trained
+    on the glosses one per line, as the text files hold them."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -106,7 +107,10 @@ class TrainingSettings:
         return cls(**{name: training[name] for name in cls.__dataclass_fields__})
 
 
-def _windows(stream: torch.Tensor, length: int, count: int, generator: torch.Generator):
+def _windows(
+    stream: torch.Tensor, length: int, count: int, generator: torch.Generator
+) -> torch.Tensor:
+    """`count` windows of `length` tokens at uniform random starts."""
     starts = torch.randint(len(stream) - length, (count,), generator=generator)
     return torch.stack([stream[s : s + length] for s in starts.tolist()])
 
