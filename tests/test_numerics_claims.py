@@ -431,7 +431,7 @@ def test_recursion_amplification_collapses(checked):
     assert finding.holds
     assert finding.value.startswith("0 of 20 adds above the bound")
     assert "bound/measured at the first add, per source: 1e+03-1e+03" in finding.value
-    assert "per source 3-3, test formats 5-5" in finding.value
+    assert "per source 3-3 (random-gpt2 3-3), test formats 5-5" in finding.value
 
 
 @pytest.mark.parametrize(

@@ -357,13 +357,18 @@ def worst_case_recursion(tables: Tables, section: Mapping[str, Any]) -> Finding 
     first = sources[sources.checkpoint == sources.checkpoint.min()]
     vacuity = _ratio_range(first.bound, first.measured)
     typical = _ratio_range(sources.typical_rel_l2, sources.measured_rel_l2)
+    per_model = [
+        f"{model} {_g(low)}-{_g(high)}"
+        for model, rows in sources.groupby("model")
+        for low, high in [_ratio_range(rows.typical_rel_l2, rows.measured_rel_l2)]
+    ]
     formats = _ratio_range(recursion.typical_rel_l2, recursion.measured_rel_l2)
     value = (
         f"{above} of {len(both)} adds above the bound; "
         + _describe(plateaus, regimes, "amplification at the last attn/mlp add", per_group=False)
         + f"; bound/measured at the first add, per source: {_g(vacuity[0])}-{_g(vacuity[1])}; "
-        f"typical/measured at every add: per source {_g(typical[0])}-{_g(typical[1])}, "
-        f"test formats {_g(formats[0])}-{_g(formats[1])}"
+        f"typical/measured at every add: per source {_g(typical[0])}-{_g(typical[1])} "
+        f"({', '.join(per_model)}), test formats {_g(formats[0])}-{_g(formats[1])}"
     )
     falls = all(x <= 1 / FACTOR for p in plateaus for x in p.off)
     close = typical[0] >= 1 / TYPICAL_WINDOW and typical[1] <= TYPICAL_WINDOW
