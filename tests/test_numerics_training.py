@@ -3,17 +3,19 @@ the learning-rate schedule's closed form, training that learns and repeats itsel
 under a seed, the tokenizer and weights through the pretrained loader and the text input, and
 the sink statistic on attention rows whose answer is known."""
 
+import dataclasses
 import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
+from transformers import GPT2TokenizerFast
 
 from transformer_stability.numerics.gpt2 import build_gpt2
 from transformer_stability.numerics.gpt2_runs import attention_table
 from transformer_stability.numerics.inputs import input_ids
-from transformer_stability.numerics.items import TokenInputs
+from transformer_stability.numerics.items import TokenInputs, model_seed
 from transformer_stability.numerics.metrics import sink_statistics
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.training import (
@@ -23,6 +25,7 @@ from transformer_stability.numerics.training import (
     split_glosses,
     token_stream,
     train_gpt2,
+    train_models,
     train_tokenizer,
     write_corpus,
 )
@@ -194,3 +197,32 @@ def test_attention_table_reads_every_head_of_the_model(tmp_path):
     assert (quantiles >= 1 / 12 - 1e-7).all().all()
     assert (quantiles <= 2 / 14 + 1e-7).all().all()
     assert (table.p01 <= table.p50).all() and (table.p50 <= table.p99).all()
+
+
+def test_train_models_trains_and_saves_each_trained_entry_under_its_name(corpus, tmp_path):
+    """Only `weights: trained` entries are trained, each from its name's seed, and saved with
+    the tokenizer beside it, as the sweeps then load it."""
+    entry = {"size": "tiny", "layers": 2, "width": 16, "heads": 2, "vocab": VOCAB}
+    numerics = {
+        "models": [
+            {**entry, "weights": "random", "source": None, "positions": 16},
+            {**entry, "weights": "trained", "source": None, "positions": 16},
+            {**entry, "size": "other", "weights": "trained", "source": None, "positions": 16},
+        ],
+        "training": {**dataclasses.asdict(SETTINGS), "steps": 2, "eval_every": 1},
+    }
+    table = train_models(numerics, 3, corpus[0], corpus[1:], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trained-other", "trained-tiny"]
+    assert list(table.columns[:5]) == ["weights", "model", "step", "split", "loss"]
+    assert table.groupby("model").size().to_dict() == {"trained-other": 4, "trained-tiny": 4}
+    spec = replace(SPEC, source=str(tmp_path / "trained-tiny"))
+    loaded = build_gpt2(spec, torch.Generator())
+    tokenizer = GPT2TokenizerFast.from_pretrained(corpus[0])
+    streams = [token_stream(tokenizer, path) for path in corpus[1:]]
+    settings = replace(SETTINGS, steps=2, eval_every=1)
+    expected, curve = train_gpt2(SPEC, *streams, settings, model_seed(3, "trained-tiny"))
+    for a, b in zip(expected.state_dict().values(), loaded.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    mine = table[table.model == "trained-tiny"].reset_index(drop=True)
+    assert mine.loss.tolist() == curve.loss.tolist()
+    assert input_ids(spec, VOCAB, TokenInputs(8, 1, 1, str(corpus[2])), 0).shape == (1, 8)
