@@ -107,6 +107,8 @@ def test_training_lowers_the_held_out_loss(streams):
     _, curve = train_gpt2(SPEC, *streams, SETTINGS, seed=0)
     held = curve[curve.split == "heldout"].loss.to_numpy()
     assert list(curve.step.unique()) == [10, 20, 30, 40]
+    assert list(curve.split[:2]) == ["train", "heldout"] and len(curve) == 8
+    assert (curve.weights == "trained").all() and (curve.model == "trained-tiny").all()
     assert held[0] < math.log(VOCAB)  # the unigram statistics after 10 steps
     assert held[-1] < held[0] - 0.2
 
