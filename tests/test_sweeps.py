@@ -1,5 +1,5 @@
-"""Sweep items as Snakemake jobs: chunk names, round-robin chunks, and a gather that restores the
-sweep's order whatever the chunking."""
+"""Sweep items as Snakemake jobs: chunk names, round-robin or work-balanced chunks, and a gather
+that restores the sweep's order whatever the chunking."""
 
 from dataclasses import dataclass
 
@@ -36,6 +36,25 @@ def test_fewer_chunks_split_the_items_round_robin():
     assert list(chunks) == ["1-of-3", "2-of-3", "3-of-3"]
     assert [i.id for i in chunks["1-of-3"]] == ["p0", "p3", "p6"]
     assert sorted(i.id for items in chunks.values() for i in items) == sorted(i.id for i in ITEMS)
+
+
+def test_chunks_of_costed_items_carry_about_equal_work():
+    # one heavy item, then light ones: round robin would load 24 (p0 p2 p4 p6) against 9
+    cost = {"p0": 12.0, **{f"p{k}": float(k) for k in range(1, 7)}}
+    chunks = chunk_items(ITEMS, 2, lambda item: cost[item.id])
+    # the costliest first, each to the lighter chunk: 12 | 6, 5, 4 | 3, 2 to the 12 | 1
+    assert [i.id for i in chunks["1-of-2"]] == ["p0", "p2", "p3"]  # each chunk in item order
+    assert [i.id for i in chunks["2-of-2"]] == ["p1", "p4", "p5", "p6"]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_balanced_chunks_hold_every_item_once_and_differ_by_at_most_one_item(count):
+    cost = {item.id: float((7 * k) % 5 + 1) for k, item in enumerate(ITEMS)}
+    chunks = chunk_items(ITEMS, count, lambda item: cost[item.id])
+    assert len(chunks) == min(count, len(ITEMS))
+    assert sorted(i.id for items in chunks.values() for i in items) == sorted(cost)
+    loads = [sum(cost[i.id] for i in items) for items in chunks.values()]
+    assert max(loads) - min(loads) <= max(cost.values())
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 50])

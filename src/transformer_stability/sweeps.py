@@ -5,7 +5,8 @@ A chunk count comes from the workflow's `scattergather:` directive, which a prof
 with `set-scatter` (the default profile runs a few chunks per sweep, the SLURM profile one item
 per job). A chunk holding a single item is named after the item (`derf-a1.5_images`), so on a
 cluster adding an item to the config adds one job and leaves the others' outputs valid; smaller
-counts split the items round robin into chunks named `1-of-3`, `2-of-3`, ...
+counts split the items into chunks named `1-of-3`, `2-of-3`, ... of about equal work where the
+sweep declares what an item costs (`Sweep.work`), else round robin.
 
 Each chunk writes one table (or several, one per named output) whose first column, `item`, names
 the item of each row; the gather rule puts the rows back in the sweep's order and drops that
@@ -95,8 +96,12 @@ def sweep_segments(items: Sequence[Item]) -> int:
     return max((getattr(item, "segments", 1) for item in items), default=1)
 
 
-def chunk_items(items: Sequence[T], count: int) -> dict[str, tuple[T, ...]]:
-    """The items split into min(count, len(items)) chunks, by chunk name, in item order."""
+def chunk_items(
+    items: Sequence[T], count: int, cost: Callable[[T], float] | None = None
+) -> dict[str, tuple[T, ...]]:
+    """The items split into min(count, len(items)) chunks, by chunk name, each in item order:
+    of about equal total `cost` (each item, the costliest first, joins the chunk with the least
+    so far), or round robin without one. A local run's wall time is its slowest chunk's."""
     ids = [item.id for item in items]
     bad = [i for i in ids if not _SAFE.match(i)]
     if bad:
@@ -108,7 +113,17 @@ def chunk_items(items: Sequence[T], count: int) -> dict[str, tuple[T, ...]]:
         raise ValueError(f"a sweep needs at least one chunk, got {count}")
     if count >= len(items):
         return {item.id: (item,) for item in items}
-    return {f"{k + 1}-of-{count}": tuple(items[k::count]) for k in range(count)}
+    if cost is None:
+        members = [list(range(k, len(items), count)) for k in range(count)]
+    else:
+        members, loads = [[] for _ in range(count)], [0.0] * count
+        for index in sorted(range(len(items)), key=lambda i: -cost(items[i])):
+            lightest = loads.index(min(loads))
+            members[lightest].append(index)
+            loads[lightest] += cost(items[index])
+    return {
+        f"{k + 1}-of-{count}": tuple(items[i] for i in sorted(m)) for k, m in enumerate(members)
+    }
 
 
 def tag_item(table: pd.DataFrame, item: Item) -> pd.DataFrame:

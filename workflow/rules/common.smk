@@ -41,11 +41,12 @@ def preflight():
         raise WorkflowError("missing inputs:\n  " + "\n  ".join(missing))
 
 
-def chunks(name, items):
+def chunks(sweep, items):
     """The sweep's items by chunk name, as many chunks as `scattergather` (or the profile's
-    `set-scatter`) gives sweep `name`, at most one per item."""
-    count = len(getattr(scatter, name)("{scatteritem}"))
-    return chunk_items(items, count)
+    `set-scatter`) gives the sweep, at most one per item, balanced by the items' arithmetic."""
+    count = len(getattr(scatter, sweep.rule)("{scatteritem}"))
+    cost = (lambda item: sweep.work(item).flop) if sweep.work else None
+    return chunk_items(items, count, cost)
 
 
 def code(script):

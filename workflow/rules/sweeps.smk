@@ -35,7 +35,7 @@ for sweep in SWEEPS.values():
     settings = config_slice(config, sweep.settings)
     section = settings[sweep_study(sweep).name]
     items = sweep.items(section, settings["seed"])
-    chunked = chunks(sweep.rule, items)
+    chunked = chunks(sweep, items)
     segments = sweep_segments(items)
     for output, table in sweep.tables.items():
         GATHERED[table] = (
