@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from transformer_stability.apjn import claims
-from transformer_stability.apjn.agreement import agreement, agreement_means
+from transformer_stability.apjn.agreement import agreement, agreement_means, sensitivity_ratios
 from transformer_stability.apjn.claims import CLAIMS
 from transformer_stability.apjn.tables import (
     AgreementMeans,
@@ -19,6 +19,7 @@ from transformer_stability.apjn.tables import (
     FiniteNCompare,
     MatchedPairs,
     MeasuredCurves,
+    SensitivityRatios,
     TheoryDepth,
     Trainability,
     TuningWindows,
@@ -371,8 +372,10 @@ def train_rows(derf_losses: tuple[float, ...], derf_rise: float = 0.5, rates=RAT
 def a5(derf_power: float, derf_losses: tuple[float, ...], **train):
     runs = table(Trainability, train_rows(derf_losses, **train))
     windows = rate_windows(runs)
+    ends = table(EndToEnd, sensitivity_rows(derf_power))
     tables = {
-        claims.END_TO_END: table(EndToEnd, sensitivity_rows(derf_power)),
+        claims.END_TO_END: ends,
+        claims.RATIOS: table(SensitivityRatios, sensitivity_ratios(ends).to_dict("records")),
         claims.TRAINABILITY: runs,
         claims.WINDOWS: table(TuningWindows, windows.to_dict("records")),
         claims.PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
@@ -384,6 +387,10 @@ def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
     finding = a5(derf_power=4.0, derf_losses=(0.9, 1.5, 2.0))
     assert finding.holds
     assert "attn_mult derf ×256 (theory ×256)" in finding.value
+    assert "measured/theory from 1 [1, 1] (pre-LN, attn_mult 0.5)" in finding.value
+    assert "over 12 points (1+ initializations each), 0 of whose intervals leave out 1" in (
+        finding.value
+    )
     assert "derf alpha 1→2: window +0 rates, best +38%" in finding.value
     assert "ln depth 2→4: window +0 rates, best +0%" in finding.value
     assert "diverged runs 1, loss spikes 0, gradient blow-ups 1 in 72 runs" in finding.value

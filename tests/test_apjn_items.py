@@ -99,9 +99,27 @@ def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):
     device = torch.device("cpu")
     alone = end_to_end_table(items[1], device)
     together = pd.concat([end_to_end_table(item, device) for item in items], ignore_index=True)
-    pd.testing.assert_frame_equal(
-        together[together["alpha"] == items[1].spec.alpha].reset_index(drop=True), alone
+    same = (together["alpha"] == items[1].spec.alpha) & (
+        together["init_seed"] == items[1].settings.seed
     )
+    pd.testing.assert_frame_equal(together[same].reset_index(drop=True), alone)
+
+
+def test_a_sensitivity_point_read_backward_matches_the_forward_curve_at_its_depth(tiny):
+    """A sensitivity point takes J^{L,0} from reverse passes, the depth sweep from forward
+    mode: the same model and inputs, estimates of the same mean with the same variance, so
+    with many probes they agree to Monte Carlo accuracy, and are not identical draws."""
+    apjn = deep_merge(tiny["apjn"], {"measure": {"probes": 400}, "sensitivity": {"inits": 1}})
+    point = next(i for i in sensitivity_items(apjn, 0) if i.sweep == "attn_mult")
+    curve = replace(point, sweep="depth", depths=tuple(range(1, point.spec.depth + 1)))
+    device = torch.device("cpu")
+    backward = end_to_end_table(point, device)
+    forward = end_to_end_table(curve, device)
+    assert list(backward["depth"]) == [point.spec.depth] * point.settings.samples
+    deepest = forward[forward["depth"] == point.spec.depth].reset_index(drop=True)
+    assert backward["apjn"].to_numpy() == pytest.approx(deepest["apjn"].to_numpy(), rel=0.05)
+    assert not (backward["apjn"].to_numpy() == deepest["apjn"].to_numpy()).any()
+    assert backward["apjn_theory"].to_numpy() == pytest.approx(deepest["apjn_theory"].to_numpy())
 
 
 def test_a_training_item_is_one_row_per_run_with_its_seed(tiny):

@@ -16,6 +16,7 @@ from transformer_stability.apjn.agreement import (
     agreement_means,
     gmfe,
     region_gmfe,
+    sensitivity_ratios,
 )
 from transformer_stability.apjn.inputs import (
     bundled_images,
@@ -170,24 +171,19 @@ def test_token_statistics_average_over_the_tokens_after_cls():
         assert float(p[s]) == pytest.approx(float(overlaps[off].mean()), rel=1e-12)
 
 
-def test_tangents_pushed_in_pieces_are_the_jacobian_vector_product():
-    """push_tangents returns the block outputs, J v (dense Jacobians) and |J v|^2/(N d) after
-    every block, and two pieces chained give what one push gives."""
+def test_pushed_tangents_are_the_jacobian_vector_product():
+    """push_tangents returns the block outputs, J v from dense Jacobians and |J v|^2/(N d)
+    after every block."""
     blocks, x0 = _tiny("derf", 1.5)
-    v = torch.randn(x0.shape, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    v = torch.randn((1, *x0.shape), generator=torch.Generator().manual_seed(10), dtype=x0.dtype)
     states = block_states(blocks, x0)
     primal, tangent, norms = push_tangents(blocks, x0, v)
     torch.testing.assert_close(primal, states[-1], rtol=1e-12, atol=1e-12)
-    jacs = _block_jacobians(blocks, states)
     expected = v.reshape(-1)
-    for b, jac in enumerate(jacs):
+    for b, jac in enumerate(_block_jacobians(blocks, states)):
         expected = jac @ expected
-        assert float(norms[0, b]) == pytest.approx(float(expected.pow(2).mean()), rel=1e-10)
+        assert float(norms[0, 0, b]) == pytest.approx(float(expected.pow(2).mean()), rel=1e-10)
     torch.testing.assert_close(tangent.reshape(-1), expected, rtol=1e-10, atol=1e-12)
-    mid, mid_tangent, head = push_tangents(blocks[:1], x0, v)
-    _, last_tangent, tail = push_tangents(blocks[1:], mid, mid_tangent)
-    torch.testing.assert_close(torch.cat([head, tail], dim=1), norms, rtol=1e-12, atol=0)
-    torch.testing.assert_close(last_tangent, tangent, rtol=1e-12, atol=1e-12)
 
 
 def test_all_blocks_estimator_equals_the_per_pair_loop():
@@ -197,6 +193,7 @@ def test_all_blocks_estimator_equals_the_per_pair_loop():
     fast = backward_apjn(blocks, x0, probes, chunk_size=3)
     slow = backward_apjn_per_pair(blocks, x0, probes)
     torch.testing.assert_close(fast, slow, rtol=1e-12, atol=0)
+    assert fast.dtype == torch.float64
 
 
 def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
@@ -205,9 +202,31 @@ def test_chunking_and_per_sample_averaging_do_not_change_the_estimate():
     probes = gaussian_probes(x0, 4, torch.Generator().manual_seed(4))
     one_pass = forward_apjn(blocks, x0, probes, chunk_size=100)
     chunked = forward_apjn(blocks, x0, probes, chunk_size=5)
+    assert one_pass.dtype == torch.float64  # whatever the model's dtype: the tables' precision
     torch.testing.assert_close(one_pass, chunked, rtol=1e-12, atol=0)
     alone = forward_apjn(blocks, x0[1:2], probes[1:2])
     torch.testing.assert_close(one_pass[1:2], alone, rtol=1e-12, atol=0)
+
+
+def test_pushing_a_stack_in_pieces_equals_one_pass_and_each_probe_alone():
+    """push_tangents maps the P tangents of each input together: a stack pushed in two pieces
+    (the second fed by the first's outputs) gives the one-pass outputs, tangents and norms,
+    and each probe's tangent is the one it gets alone."""
+    blocks, x0 = _tiny("dyt", 1.0)
+    x0 = torch.cat([x0, 0.5 * x0])
+    v = gaussian_probes(x0, 3, torch.Generator().manual_seed(5)).transpose(0, 1)
+    primal, tangent, norms = push_tangents(blocks, x0, v)
+    middle, half_tangent, first = push_tangents(blocks[:1], x0, v)
+    end, end_tangent, second = push_tangents(blocks[1:], middle, half_tangent)
+    assert norms.shape == (3, 2, len(blocks))
+    torch.testing.assert_close(end, primal, rtol=1e-12, atol=0)
+    torch.testing.assert_close(end_tangent, tangent, rtol=1e-12, atol=0)
+    torch.testing.assert_close(torch.cat([first, second], dim=-1), norms, rtol=1e-12, atol=0)
+    alone = push_tangents(blocks, x0, v[1:2])
+    torch.testing.assert_close(alone[1][0], tangent[1], rtol=1e-12, atol=0)
+    torch.testing.assert_close(primal, block_states(blocks, x0)[-1], rtol=1e-12, atol=0)
+    expected = tangent.pow(2).sum(dim=(-2, -1)) / tangent[0, 0].numel()
+    torch.testing.assert_close(norms[..., -1], expected, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize(
@@ -442,3 +461,34 @@ def test_agreement_means_average_the_curves_gmfe_and_bound_it():
     assert averaged["gmfe_averaged"] == pytest.approx(np.cosh(0.1))
     lo, hi = averaged["gmfe_averaged_lo"], averaged["gmfe_averaged_hi"]
     assert np.cosh(0.1) - 1e-12 <= lo < hi < np.exp(0.1)
+
+
+def _sweep_rows(sweep: str, value: float, ratios: list[list[float]]) -> pd.DataFrame:
+    """End-to-end rows of one Derf sweep point: ratios[init][sample] = measured / theory, the
+    theory differing between samples (each is seeded by its own input)."""
+    point = {"alpha": 1.0, "attn_mult": 1.0, "mlp_mult": 1.0} | {sweep: value}
+    return pd.DataFrame([
+        {"sweep": sweep, "norm": "derf", **point, "width": 8, "depth": 4, "init_seed": init,
+         "sample": sample, "apjn": ratio * (3.0 + sample), "apjn_theory": 3.0 + sample}
+        for init, row in enumerate(ratios) for sample, ratio in enumerate(row)
+    ])  # fmt: skip
+
+
+def test_sensitivity_ratios_average_each_point_and_bound_it_over_initializations():
+    """One point's initializations off by 1.1, 1.2 and 1.3 (both samples alike): mean 1.2,
+    an interval within their range that leaves out 1; identical initializations give a
+    zero-width interval; the depth sweep is not a sensitivity point."""
+    end_to_end = pd.concat([
+        _sweep_rows("attn_mult", 2.0, [[1.1, 1.1], [1.2, 1.2], [1.3, 1.3]]),
+        _sweep_rows("alpha", 0.5, [[0.9, 0.9], [0.9, 0.9]]),
+        _sweep_rows("depth", 1.0, [[5.0, 5.0]]),
+    ])  # fmt: skip
+    ratios = sensitivity_ratios(end_to_end).set_index("sweep")
+    assert sorted(ratios.index) == ["alpha", "attn_mult"]
+    spread = ratios.loc["attn_mult"]
+    assert spread["inits"] == 3 and spread["ratio"] == pytest.approx(1.2)
+    assert spread["apjn"] == pytest.approx(1.2 * 3.5) and spread["apjn_theory"] == 3.5
+    assert 1.1 - 1e-12 <= spread["ratio_lo"] < 1.2 < spread["ratio_hi"] <= 1.3 + 1e-12
+    steady = ratios.loc["alpha"]
+    assert steady["alpha"] == 0.5 and steady["attn_mult"] == 1.0
+    assert steady[["ratio", "ratio_lo", "ratio_hi"]].to_numpy() == pytest.approx(0.9)

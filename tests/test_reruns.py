@@ -58,6 +58,7 @@ def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figur
     # the training runs record the estimator's J^{L,0} of each model at init
     measured = {"apjn_curves", "apjn_width", "apjn_end_to_end", "apjn_train", "apjn_finite_n"}
     derived = {"gather", "apjn_agreement", "apjn_width_fit", "apjn_tuning", "apjn_finite_n_compare"}
+    derived |= {"apjn_sensitivity_ratios"}
     derived |= {"figure", "claims"}
     assert _rules(jobs) == measured | derived
     expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats", "apjn_width_scan"}
@@ -109,7 +110,7 @@ CHANGES = {
     ),
     "apjn.measure.sweep_samples": (
         {"apjn": {"measure": {"sweep_samples": 2}}},
-        {"apjn_end_to_end", "gather", "figure"},
+        {"apjn_end_to_end", "gather", "apjn_sensitivity_ratios", "figure"},
         {"apjn_depth_scaling", "apjn_sensitivity"},
     ),
     "studies": ({"studies": ["apjn", "counting"]}, set(), set()),

@@ -110,3 +110,20 @@ rule apjn_finite_n_compare:
         settings=table_settings("apjn_finite_n_compare"),
     script:
         "../scripts/apjn_finite_n_compare.py"
+
+
+rule apjn_sensitivity_ratios:
+    input:
+        table="results/apjn/end_to_end.csv",
+        sources=code("apjn_sensitivity_ratios.py"),
+    output:
+        "results/apjn/sensitivity_ratios.csv",
+    log:
+        "results/logs/apjn/sensitivity_ratios.log",
+    localrule: True
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("apjn_sensitivity_ratios"),
+    script:
+        "../scripts/apjn_sensitivity_ratios.py"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.bootstrap import nested_ci
-from transformer_stability.apjn.tables import Agreement, AgreementMeans
+from transformer_stability.apjn.tables import Agreement, AgreementMeans, SensitivityRatios
 from transformer_stability.tables import select
 
 REGIONS = ("shallow", "middle", "deep")
@@ -155,3 +155,31 @@ def select_group(frame: pd.DataFrame, ids: dict[str, object]) -> pd.DataFrame:
     for column, value in ids.items():
         keep &= frame[column].isna() if pd.isna(value) else frame[column] == value
     return frame[keep]
+
+
+SENSITIVITY_KEYS = ["sweep", "norm", "alpha", "attn_mult", "mlp_mult", "width", "depth"]
+
+
+def sensitivity_ratios(end_to_end: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per point of the sensitivity sweeps (every sweep of end_to_end.csv but `depth`): the
+    mean measured and theoretical J^{L,0} and the mean of measured/theory over initializations
+    and samples, with its two-stage bootstrap interval (initializations, then samples within
+    each), so that a deviation of one initialization is not read as the theory's."""
+    rows = []
+    points = end_to_end[end_to_end["sweep"] != "depth"].sort_values(["init_seed", "sample"])
+    for key, point in points.groupby(SENSITIVITY_KEYS, dropna=False, sort=False):
+        inits = point["init_seed"].nunique()
+        ratios = (point["apjn"] / point["apjn_theory"]).to_numpy().reshape(inits, -1)
+        lo, hi = nested_ci(ratios, lambda u: u.mean(axis=(0, 1)), seed)
+        rows.append(
+            {
+                **dict(zip(SENSITIVITY_KEYS, key, strict=True)),
+                "inits": inits,
+                "apjn": point["apjn"].mean(),
+                "apjn_theory": point["apjn_theory"].mean(),
+                "ratio": ratios.mean(),
+                "ratio_lo": float(lo),
+                "ratio_hi": float(hi),
+            }
+        )
+    return select(pd.DataFrame(rows), SensitivityRatios)

@@ -21,11 +21,10 @@ def bootstrap_ci(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) percentile bounds of `statistic` over resamples of the rows of `units`
     (one row per initialization, drawn with replacement); `statistic` maps an array shaped like
-    `units` to an array of results and is applied to every resample."""
-    units = np.asarray(units, dtype=float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(units), size=(resamples, len(units)))
-    return percentile_bounds(np.stack([statistic(units[pick]) for pick in picks]), level)
+    `units` to an array of results and is applied to every resample. The one-stage case of
+    `nested_ci`: every initialization holds a single input."""
+    units = np.asarray(units, dtype=float)[:, None]
+    return nested_ci(units, lambda drawn: statistic(drawn[:, 0]), seed, resamples, level)
 
 
 def percentile_bounds(draws: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:

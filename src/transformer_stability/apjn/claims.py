@@ -30,6 +30,7 @@ WIDTH_SLOPES = "apjn/width_slopes.csv"
 ASYMPTOTICS = "apjn/asymptotics.csv"
 DEPTH = "apjn/theory_depth.csv"
 END_TO_END = "apjn/end_to_end.csv"
+RATIOS = "apjn/sensitivity_ratios.csv"
 TRAINABILITY = "apjn/trainability.csv"
 WINDOWS = "apjn/tuning_windows.csv"
 PAIRS = "apjn/matched_pairs.csv"
@@ -334,6 +335,25 @@ def _spread_text(spread: pd.DataFrame) -> str:
     )
 
 
+def _point_text(row: pd.Series) -> str:
+    """'0.83 [0.8, 0.86] (Derf α=1, attn_mult 2)': one sweep point's measured/theory."""
+    sweep = row["sweep"]
+    point = f"{_label(row['norm'], row['alpha'])}, {sweep} {row[sweep]:g}"
+    return f"{_g(row['ratio'])} [{_g(row['ratio_lo'])}, {_g(row['ratio_hi'])}] ({point})"
+
+
+def _ratios_text(ratios: pd.DataFrame) -> str:
+    """The lowest and highest measured/theory of the sensitivity sweeps, with their bootstrap
+    intervals, and how many points' intervals leave out 1."""
+    off = int(((ratios["ratio_lo"] > 1) | (ratios["ratio_hi"] < 1)).sum())
+    low, high = ratios.loc[ratios["ratio"].idxmin()], ratios.loc[ratios["ratio"].idxmax()]
+    return (
+        f"measured/theory from {_point_text(low)} to {_point_text(high)} over "
+        f"{len(ratios)} points ({int(ratios['inits'].min())}+ initializations each), "
+        f"{off} of whose intervals leave out 1"
+    )
+
+
 def _effects_text(effects: pd.DataFrame) -> str:
     """'derf alpha 0.1→4: window -2.3 rates, best +41%': each factor's effect per norm."""
     return "; ".join(
@@ -358,11 +378,12 @@ def _pairs_text(pairs: pd.DataFrame, windows: pd.DataFrame) -> str:
 
 
 def init_and_tuning(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
-    """Initialization: J^{L,0} over the init multipliers, Derf against pre-LN. Tuning: per norm
-    and design factor, how the window of rates and the best loss change from the factor's
-    smallest to its largest level (tuning.factor_effects). J: matched pairs and the partial
-    correlation of the best loss with ln J^{L,0} given the design factors. Not run with fewer
-    than MIN_RATES rates, one multiplier, one depth or no saturating map."""
+    """Initialization: J^{L,0} over the init multipliers, Derf against pre-LN, and measured
+    against theory over the sensitivity sweeps. Tuning: per norm and design factor, how the
+    window of rates and the best loss change from the factor's smallest to its largest level
+    (tuning.factor_effects). J: matched pairs and the partial correlation of the best loss with
+    ln J^{L,0} given the design factors. Not run with fewer than MIN_RATES rates, one
+    multiplier, one depth or no saturating map."""
     spread = multiplier_spread(tables[END_TO_END]).set_index(["sweep", "norm"])
     windows, pairs = tables[WINDOWS], tables[PAIRS]
     swept = [(s, n) in spread.index for s in ("attn_mult", "mlp_mult") for n in ("ln", "derf")]
@@ -381,12 +402,15 @@ def init_and_tuning(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     rates = np.sort(tables[TRAINABILITY]["lr"].unique())
     return Finding(
         statistic="J^{L,0} at the largest over the smallest init multiplier (measured), per "
-        f"multiplier sweep; per norm and design factor (α₀, init multiplier, depth), from its "
-        f"smallest to its largest level at equal other factors, the mean change of the window "
+        "multiplier sweep, and measured/theory J^{L,0} at every point of the sensitivity sweeps "
+        "(mean over initializations, 95 % bootstrap interval); per norm and design factor "
+        "(α₀, init multiplier, depth), from its smallest to its largest level at equal other "
+        "factors, the mean change of the window "
         f"(rates of {len(rates)}, {_g(rates[0])} to {_g(rates[-1])}, whose mean final loss is "
         f"within {TOLERANCE:.0%} of the best) and of the best loss; J-matched pairs; the partial "
         "correlation of the best loss with ln J^{L,0} given the design factors",
-        value=f"{_spread_text(spread.reset_index())}; {_effects_text(effects)}; "
+        value=f"{_spread_text(spread.reset_index())}; {_ratios_text(tables[RATIOS])}; "
+        f"{_effects_text(effects)}; "
         f"{_pairs_text(pairs, windows)}; partial r {_g(partial_correlation(windows))}; "
         f"diverged runs {int(windows['diverged'].sum())}, loss spikes "
         f"{int(windows['loss_spikes'].sum())}, gradient blow-ups "
@@ -455,9 +479,10 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         f"{TOLERANCE:.0%} of the best by at least one rate or raises the best loss by more "
         f"than {TOLERANCE:.0%}, and neither multiplier nor depth does so for pre-LN; any of "
         "these reversed contradicts it. The partial correlation with ln J^{L,0} says whether "
-        "the theory's APJN carries the effect beyond the design factors (context)",
+        "the theory's APJN carries the effect beyond the design factors, and measured/theory "
+        "over the sensitivity sweeps whether the theory describes the spread (context)",
         figure="A7",
-        tables=(END_TO_END, TRAINABILITY, WINDOWS, PAIRS),
+        tables=(END_TO_END, RATIOS, TRAINABILITY, WINDOWS, PAIRS),
         test=init_and_tuning,
     ),
 )

@@ -230,11 +230,15 @@ def width_table(item: WidthItem, device: torch.device) -> pd.DataFrame:
 
 
 def _end_to_end(
-    m: Measurement, spec: ViTSpec, variant: Variant, sweep: str, depths: list[int]
+    m: Measurement,
+    spec: ViTSpec,
+    variant: Variant,
+    sweep: str,
+    depths: list[int],
+    measured: np.ndarray,
 ) -> pd.DataFrame:
-    """J^{L,0} per equiangular sample at each L in `depths`, read off the forward curve from
-    block 0 (the first L blocks of a deeper net are an L-block net at init), with the theory
-    seeded by each sample's measured (q, p) at block 0."""
+    """J^{L,0} per equiangular sample at each L in `depths` (`measured`, shape (S, depths)),
+    with the theory seeded by each sample's measured (q, p) at block 0."""
     kernel, mf = norm_kernel(variant.norm, variant.alpha), m.mean_field
     frames = []
     for sample, (q, p) in enumerate(zip(m.q[:, 0], m.p[:, 0], strict=True)):
@@ -247,7 +251,7 @@ def _end_to_end(
                     "width": spec.width,
                     "depth": depths,
                     "sample": sample,
-                    "apjn": m.forward[sample, depths],
+                    "apjn": measured[sample],
                     "apjn_theory": theory[depths],
                 }
             )
@@ -256,10 +260,19 @@ def _end_to_end(
 
 
 def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
-    """J^{L,0} of one model at the item's depths, per equiangular sample, theory beside."""
-    m = measure(item.spec, item.settings, device, forward_source=0, backward=False)
+    """J^{L,0} of one model at the item's depths, per equiangular sample, theory beside. At
+    every depth it is read off the forward curve from block 0 (the first L blocks of a deeper
+    net are an L-block net at init); at the model's own depth alone (a sensitivity point) off
+    the backward curve, whose reverse passes cost less than forward mode's, for an estimate
+    of the same mean and variance (||J^T u||^2 and ||J v||^2 alike: 2 ||J^T J||_F^2)."""
+    depths = list(item.depths)
+    final = depths == [item.spec.depth]
+    m = measure(
+        item.spec, item.settings, device, forward_source=None if final else 0, backward=final
+    )
+    measured = m.backward[:, :1] if final else m.forward[:, depths]
     variant = Variant(item.spec.norm, item.spec.alpha)
-    table = _end_to_end(m, item.spec, variant, item.sweep, list(item.depths))
+    table = _end_to_end(m, item.spec, variant, item.sweep, depths, measured)
     table["init_seed"] = item.settings.seed
     log.info("%s: J^{L,0} = %.4g", item.id, table["apjn"].iloc[-1])
     return select(table, EndToEnd)
@@ -273,11 +286,10 @@ def _block_seed(seed: int, piece: int) -> int:
 def _finite_n_start(
     item: FiniteNItem, n: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both inputs at n + 1 tokens, each repeated for its probes, and the probes: (2P, n+1, d)."""
+    """Both inputs at n + 1 tokens, (2, n+1, d), and their probes, (P, 2, n+1, d)."""
     d, p0s = item.spec.width, {"identical": item.q0, "generic": item.p0}
     x0 = torch.stack([equiangular_tokens(n + 1, d, item.q0, p0s[k], generator) for k in p0s])
-    probes = gaussian_probes(x0, item.probes, generator)
-    return x0.repeat_interleave(item.probes, dim=0), probes.reshape(-1, n + 1, d)
+    return x0, gaussian_probes(x0, item.probes, generator).transpose(0, 1)
 
 
 def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
@@ -303,8 +315,8 @@ def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
             norms[n].append(piece_norms)
     frames = []
     for n, parts in norms.items():
-        per_probe = torch.cat([torch.ones(parts[0].shape[0], 1, dtype=torch.float64), *parts], 1)
-        curves = per_probe.reshape(len(FINITE_N_INPUTS), item.probes, -1).mean(1).numpy()
+        start = torch.ones(len(FINITE_N_INPUTS), 1, dtype=torch.float64)
+        curves = torch.cat([start, *(part.mean(0) for part in parts)], 1).numpy()
         for kind, curve in zip(FINITE_N_INPUTS, curves, strict=True):
             frames.append(
                 pd.DataFrame(

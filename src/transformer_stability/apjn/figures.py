@@ -549,9 +549,17 @@ def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
     return fig
 
 
-def plot_sensitivity(table: pd.DataFrame) -> Figure:
+def _ratio_bars(ax, points: pd.DataFrame, by: str, color) -> None:
+    """The bootstrap interval of the mean measured/theory at each point (sensitivity_ratios.csv)."""
+    bars = [points["ratio"] - points["ratio_lo"], points["ratio_hi"] - points["ratio"]]
+    ax.errorbar(points[by], points["ratio"], yerr=bars, fmt="none", color=color, capsize=3)
+
+
+def plot_sensitivity(table: pd.DataFrame, ratios: pd.DataFrame) -> Figure:
     """A5: end-to-end J^{L,0} against alpha_0 and against the init multipliers: theory seeded
-    with the measured input statistics (lines) and measurement (dots, mean over samples)."""
+    with the measured input statistics (lines) and measurement (dots, mean over samples); below,
+    measured/theory with the range of the single curves and the bootstrap interval of the
+    mean."""
     set_style()
     sweeps = [
         ("alpha", r"$\alpha_0$"),
@@ -588,6 +596,8 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
                 label=f"{label} measured",
             )
             _ratio_panel(grid[1, col], _ratio_spread(rows, x), x, color)
+            points = ratios[(ratios["sweep"] == sweep) & (ratios["norm"] == norm)]
+            _ratio_bars(grid[1, col], points.sort_values(x), x, color)
         ax.set_xscale("log")
         ax.set_yscale("log")
         values = sorted(part["alpha" if sweep == "alpha" else sweep].dropna().unique())
@@ -596,7 +606,7 @@ def plot_sensitivity(table: pd.DataFrame) -> Figure:
         grid[1, col].set_xlabel(xlabel)
         ax.legend(frameon=False, fontsize=8)
     axes[0].set_ylabel("end-to-end APJN $J^{L,0}$")
-    grid[1, 0].set_ylabel("measured / theory\n(line: mean; band: range)")
+    grid[1, 0].set_ylabel("measured / theory\n(line: mean; bars: 95 % CI; band: range)")
     depth, width = int(table["depth"].iloc[0]), int(table["width"].iloc[0])
     fig.suptitle(f"sensitivity of the end-to-end APJN to init (d = {width}, L = {depth})")
     return fig
@@ -925,18 +935,23 @@ asymptotics.csv, preln_tokens.csv, preln_crossovers.csv and end_to_end.csv (swee
         name="apjn_sensitivity",
         code="A5",
         study="apjn",
-        tables={"table": "results/apjn/end_to_end.csv"},
+        tables={
+            "table": "results/apjn/end_to_end.csv",
+            "ratios": "results/apjn/sensitivity_ratios.csv",
+        },
         plot=plot_sensitivity,
         caption="""\
 A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} model on
 permutation-symmetric input, against the saturating map's alpha_0 (Derf, DyT; left) and against
 the init multipliers of the attention (middle) and MLP (right) weights for pre-LN and Derf.
 Lines: theory seeded with the measured input statistics; dots: measured (mean over samples and
-the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point). Bottom:
-measured / theory of each initialization and sample; line: the mean, band: the range, dotted:
-1. Claim A.5
-of results/claims.csv compares the spread over the multipliers of Derf with pre-LN's. Data:
-results/apjn/end_to_end.csv (sweeps alpha, attn_mult, mlp_mult).
+the {{ config["apjn"]["sensitivity"]["inits"] }} initialization(s) of each point, each
+with {{ config["apjn"]["measure"]["probes"] }} Hutchinson probes). Bottom: measured / theory of
+each initialization and sample; line: the mean, band: the range, bars: the 95 % bootstrap
+interval of the mean (initializations, then samples within each, drawn with replacement),
+dotted: 1. Claim A.5 of results/claims.csv compares the spread over the multipliers of Derf with
+pre-LN's and reads the ratios. Data: results/apjn/end_to_end.csv (sweeps alpha, attn_mult,
+mlp_mult) and results/apjn/sensitivity_ratios.csv.
 """,
         labels=_labels(
             "A5",

@@ -546,6 +546,7 @@ SETTINGS = {
     },
     "apjn/agreement.csv": ("apjn.images.compare_from_block",),
     "apjn/agreement_means.csv": ("apjn.images.compare_from_block", "seed"),
+    "apjn/sensitivity_ratios.csv": ("seed",),
     "apjn/finite_n_compare.csv": ("seed",),
     "apjn/width_excess.csv": (),
     "apjn/width_slopes.csv": ("seed",),

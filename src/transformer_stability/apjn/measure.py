@@ -2,11 +2,13 @@
 
 J^{b,b0} = ||d x^b / d x^{b0}||_F^2 / (N_tot d), with x^0 the input of block 0 and x^b the output
 of block b-1. For a Gaussian probe u, E||J^T u||^2 = E||J v||^2 = ||J||_F^2, so
-- one reverse pass per probe gives the backward curve J^{L,b} at every b (the gradient of
-  <u, x^L> with respect to every retained block output, in one autograd call), and
+- one reverse pass per probe gives the backward curve J^{L,b} at every b (the cotangent
+  J^{L,b}^T u reaching every block output as it is pulled back block by block), and
 - one forward-mode pass per probe gives the forward curve J^{b,b0} at every b >= b0 (the tangent
   carried through the blocks is J^{b,b0} v at each block).
-Probes of all samples are stacked along the batch axis and processed in chunks.
+The probes of a sample share its forward pass: the primal runs once, the P tangents or
+cotangents are mapped through each block together (torch.func.vmap), which saves the P - 1
+repeated forward passes; samples are processed in chunks.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
-import torch.autograd.forward_ad as fwad
 from torch import nn
+from torch.func import jvp, vjp, vmap
 
 from transformer_stability.forward_mode import quiet_forward_mode
 
@@ -66,28 +68,42 @@ def _chunks(total: int, size: int) -> list[slice]:
 
 
 def _squared_norm(x: torch.Tensor) -> torch.Tensor:
-    """|x|^2 / (N d) per batch element."""
-    return x.pow(2).sum(dim=(1, 2)) / (x.shape[1] * x.shape[2])
+    """|x|^2 / (N d) over the last two axes (tokens, features)."""
+    return x.pow(2).sum(dim=(-2, -1)) / (x.shape[-2] * x.shape[-1])
+
+
+def _samples_per_chunk(chunk_size: int, n_probes: int) -> int:
+    """Samples whose probes fill about `chunk_size` sample-probe pairs (at least one)."""
+    return max(1, chunk_size // n_probes)
+
+
+@torch.no_grad()
+def _pull_back(blocks: Sequence[Block], x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """|J^{L,b}^T u|^2/(N d) for b = 0..L-1, shape (P, B, L) in float64, for inputs x (B, N, d)
+    and P cotangents per input u (P, B, N, d) at x^L. The forward pass runs once per input and
+    keeps each block's pullback; each pullback then maps all P cotangents at once (vmap)."""
+    pulls = []
+    for block in blocks:
+        x, pull = vjp(block, x)
+        pulls.append(pull)
+    norms = torch.empty(len(blocks), *u.shape[:2], dtype=torch.float64)
+    for b in reversed(range(len(blocks))):
+        (u,) = vmap(pulls[b])(u)
+        norms[b] = _squared_norm(u).double().cpu()
+    return norms.permute(1, 2, 0)
 
 
 def backward_apjn(
     blocks: Sequence[Block], x0: torch.Tensor, probes: torch.Tensor, chunk_size: int = 64
 ) -> torch.Tensor:
     """J^{L,b} for b = 0..L, shape (S, L+1), averaged over the probes (S, P, N, d) placed at
-    x^L. One reverse pass per probe: the cotangent reaching each retained x^b is J^{L,b}^T u."""
-    n_samples = probes.shape[0]
-    flat_x0, flat_u = _stack_probes(x0, probes)
-    out = torch.empty(flat_u.shape[0], len(blocks) + 1, dtype=torch.float64)
-    for part in _chunks(flat_u.shape[0], chunk_size):
-        with torch.enable_grad():
-            states = [flat_x0[part].detach().requires_grad_(True)]
-            for block in blocks:
-                states.append(block(states[-1]))
-            cotangents = torch.autograd.grad(states[-1], states[:-1], grad_outputs=flat_u[part])
-        for b, cotangent in enumerate(cotangents):
-            out[part, b] = _squared_norm(cotangent).double().cpu()
-    out[:, -1] = 1.0  # d x^L / d x^L is the identity: exactly 1, no estimate needed
-    return _per_sample_mean(out, n_samples)
+    x^L: the cotangent reaching each x^b is J^{L,b}^T u. Samples are processed in chunks of
+    about `chunk_size` sample-probe pairs."""
+    n_samples, n_probes = probes.shape[:2]
+    out = torch.ones(n_samples, len(blocks) + 1, dtype=torch.float64)
+    for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
+        out[part, :-1] = _pull_back(blocks, x0[part], probes[part].transpose(0, 1)).mean(0)
+    return out  # J^{L,L}: d x^L / d x^L is the identity, exactly 1
 
 
 def backward_apjn_per_pair(
@@ -114,17 +130,21 @@ def backward_apjn_per_pair(
 def push_tangents(
     blocks: Sequence[Block], x: torch.Tensor, v: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Carry inputs x and tangents v (B, N, d) through `blocks` in forward mode: the outputs,
-    their tangents, and |tangent|^2/(N d) after each block, shape (B, len(blocks)) in float64.
-    A deep stack can be pushed in pieces, each piece's outputs feeding the next."""
-    norms = torch.empty(x.shape[0], len(blocks), dtype=torch.float64)
-    with quiet_forward_mode(), fwad.dual_level():
-        dual = fwad.make_dual(x, v)
-        for k, block in enumerate(blocks):
-            dual = block(dual)
-            norms[:, k] = _squared_norm(fwad.unpack_dual(dual).tangent).double().cpu()
-        primal, tangent = fwad.unpack_dual(dual)
-    return primal, tangent, norms
+    """Carry inputs x (B, N, d) and P tangents per input v (P, B, N, d) through `blocks` in
+    forward mode, the primal computed once for all P tangents (vmap over them): the outputs,
+    their tangents, and |tangent|^2/(N d) after each block, shape (P, B, len(blocks)) in
+    float64. A deep stack can be pushed in pieces, each piece's outputs feeding the next."""
+
+    def carry(tangent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        primal, norms = x, []
+        for block in blocks:
+            primal, tangent = jvp(block, (primal,), (tangent,))
+            norms.append(_squared_norm(tangent))
+        return primal, tangent, torch.stack(norms, dim=-1)
+
+    with quiet_forward_mode():
+        primal, tangent, norms = vmap(carry, out_dims=(None, 0, 0))(v)
+    return primal, tangent, norms.double().cpu()
 
 
 def forward_apjn(
@@ -135,13 +155,13 @@ def forward_apjn(
 ) -> torch.Tensor:
     """J^{b0+k, b0} for k = 0..len(blocks), shape (S, len(blocks)+1), where `blocks` are the
     blocks after the source b0 and x_source = x^{b0}; probes (S, P, N, d) are tangents at x^{b0}.
-    One forward-mode pass per probe carries J v through every block."""
-    n_samples = probes.shape[0]
-    flat_x, flat_v = _stack_probes(x_source, probes)
-    out = torch.ones(flat_v.shape[0], len(blocks) + 1, dtype=torch.float64)
-    for part in _chunks(flat_v.shape[0], chunk_size):
-        out[part, 1:] = push_tangents(blocks, flat_x[part], flat_v[part])[2]
-    return _per_sample_mean(out, n_samples)
+    One forward-mode pass per sample carries J v of all its probes through every block."""
+    n_samples, n_probes = probes.shape[:2]
+    out = torch.ones(n_samples, len(blocks) + 1, dtype=torch.float64)
+    for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
+        norms = push_tangents(blocks, x_source[part], probes[part].transpose(0, 1))[2]
+        out[part, 1:] = norms.mean(0)
+    return out
 
 
 def model_blocks(model: nn.Module) -> list[nn.Module]:

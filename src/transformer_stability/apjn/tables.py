@@ -10,7 +10,7 @@ from typing import Any
 import pandera.pandas as pa
 from pandera.typing import Series
 
-from transformer_stability.apjn.names import NORMS
+from transformer_stability.apjn.names import NORMS, SATURATING
 from transformer_stability.tables import INF, Table
 
 REGIONS = ("early", "shallow", "middle", "deep")
@@ -253,6 +253,33 @@ class EndToEnd(Ids, SweepName):
 
     class Config:
         metadata = {"path": "apjn/end_to_end.csv", "rule": "gather"}
+
+
+class SensitivityRatios(Ids, SweepName):
+    """Measured/theory J^{L,0} at every point of the sensitivity sweeps (sweeps alpha,
+    attn_mult, mlp_mult of end_to_end.csv; apjn/agreement.py): per initialization the mean over
+    its samples, then the mean over initializations with a 95 % bootstrap interval over them."""
+
+    width: Series[int] = pa.Field(ge=1, description="the model width")
+    depth: Series[int] = pa.Field(ge=1, description="the depth L")
+    inits: Series[int] = pa.Field(ge=1, description="the initializations averaged")
+    apjn: Series[float] = _positive("the measured J^{L,0}, mean over initializations")
+    apjn_theory: Series[float] = _positive("the theory's J^{L,0}, mean over initializations")
+    ratio: Series[float] = _positive("measured / theory, mean over initializations")
+    ratio_lo: Series[float] = _positive(
+        "its bootstrap interval's lower end (initializations drawn with replacement)"
+    )
+    ratio_hi: Series[float] = _positive("its bootstrap interval's upper end")
+
+    class Config:
+        metadata = {"path": "apjn/sensitivity_ratios.csv", "rule": "apjn_sensitivity_ratios"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """Derf and DyT at every alpha; pre-LN and Derf at every multiplier of both sweeps."""
+        sensitivity = config["apjn"]["sensitivity"]
+        multiplied = 2 * 2  # (pre-LN, Derf) x (attn_mult, mlp_mult)
+        return len(SATURATING) * len(sensitivity["alphas"]) + multiplied * len(sensitivity["mults"])
 
 
 class FiniteN(Table):
@@ -538,6 +565,7 @@ TABLES = (
     PrelnCrossovers,
     MeasuredCurves,
     EndToEnd,
+    SensitivityRatios,
     FiniteN,
     FiniteNCompare,
     Trainability,
