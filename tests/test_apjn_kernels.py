@@ -1,6 +1,7 @@
 """Norm-map and ReLU kernels against Monte Carlo Gaussian expectations and closed forms."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -64,10 +65,10 @@ def test_saturating_kernels_match_monte_carlo(norm, q, p, alpha):
 
 @pytest.mark.parametrize("alpha", [0.1, 1.0, 5.0])
 @pytest.mark.parametrize("q", [0.5, 10.0, 1e3, 3e4])
-@pytest.mark.parametrize("rho", [0.0, 0.3, 0.66, 0.95])
+@pytest.mark.parametrize("rho", [-1.0, -0.7, 0.0, 0.3, 0.66, 0.95, 0.999, 1.0])
 def test_quadrature_reproduces_erf_closed_forms(alpha, q, rho):
     """The quadrature used for tanh is exact to ~1e-10 on erf, including alpha*sqrt(q) >> 1
-    where the map is a near-step."""
+    where the map is a near-step, anticorrelated pairs, and the degenerate pairs rho = +-1."""
     quad = QuadratureKernel(
         phi=erf, dphi=lambda x: 2 / math.sqrt(math.pi) * np.exp(-(x**2)), alpha=alpha
     )(q, rho * q)
@@ -120,15 +121,38 @@ def test_relu_kernels_match_monte_carlo(rho):
 
 
 def test_relu_kernel_limits_and_derivative():
+    """kappa(1) = E relu(z)^2 = 1/2, kappa(-1) = 0, kappa'(+-1) = 1/2, 0; correlations past +-1
+    (rounding) are clipped to those limits."""
     assert relu_kappa(1.0) == pytest.approx(0.5)
     assert relu_kappa(0.0) == pytest.approx(1 / (2 * math.pi))
+    for rho, kappa, kappa_prime in ((1.0 + 1e-9, 0.5, 0.5), (-1.0 - 1e-9, 0.0, 0.0)):
+        assert relu_kappa(rho) == pytest.approx(kappa, abs=1e-15)
+        assert relu_kappa_prime(rho) == pytest.approx(kappa_prime, abs=1e-15)
     h = 1e-6
     for rho in (-0.5, 0.1, 0.7):
         numeric = (relu_kappa(rho + h) - relu_kappa(rho - h)) / (2 * h)
         assert numeric == pytest.approx(relu_kappa_prime(rho), rel=1e-6)
 
 
+def test_norm_kernel_picks_each_variants_kernel():
+    """LayerNorm needs no alpha (and ignores one); erf is closed-form, tanh by quadrature."""
+    assert norm_kernel("ln") == norm_kernel("ln", 2.0) == LayerNormKernel()
+    assert norm_kernel("derf", 0.7) == ErfKernel(0.7)
+    dyt = norm_kernel("dyt", 0.7)
+    assert isinstance(dyt, QuadratureKernel) and dyt.alpha == 0.7 and dyt.phi is np.tanh
+
+
 @pytest.mark.parametrize(("norm", "alpha"), [("derf", None), ("dyt", 0.0), ("bn", 1.0)])
 def test_norm_kernel_rejects_bad_arguments(norm, alpha):
     with pytest.raises(ValueError, match="alpha|unknown norm"):
         norm_kernel(norm, alpha)
+
+
+def test_tanh_kernel_at_a_near_step_raises_no_overflow():
+    """alpha sqrt(q) ~ 1e4 puts tanh's argument far beyond cosh's float64 range; sech^2 there is
+    0 to double precision and must not overflow on the way (the chi_q limit of the sign map)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k = tanh_kernel(10.0)(1e6, 0.0)
+    assert k.chi_q == pytest.approx(4 * 10.0 / (3 * math.sqrt(2 * math.pi * 1e6)), rel=1e-3)
+    assert k.p_tilde == pytest.approx(0.0, abs=1e-12)

@@ -26,6 +26,7 @@ from transformer_stability.apjn.inputs import (
     read_cifar100,
 )
 from transformer_stability.apjn.measure import (
+    _chunks,
     backward_apjn,
     backward_apjn_per_pair,
     block_states,
@@ -66,12 +67,54 @@ def _within_hutchinson_error(estimate: float, jac: torch.Tensor, n_probes: int) 
     return abs(estimate - exact) < 5 * stderr
 
 
+def _exact_apjn(blocks: list, x0: torch.Tensor) -> tuple[list[float], list[float]]:
+    """(backward J^{L,b}, forward J^{b,0}) for b = 0..L from products of dense block
+    Jacobians: ||J||_F^2 / (N d)."""
+    states = block_states(blocks, x0)
+    jacs = _block_jacobians(blocks, states)
+    identity = torch.eye(jacs[0].shape[0], dtype=torch.float64)
+    size = identity.shape[0]
+
+    def apjn(chain: list[torch.Tensor]) -> float:
+        return float(functools.reduce(lambda acc, j: j @ acc, chain, identity).pow(2).sum()) / size
+
+    depth = len(blocks)
+    return (
+        [apjn(jacs[b:]) for b in range(depth + 1)],
+        [apjn(jacs[:b]) for b in range(depth + 1)],
+    )
+
+
+def _basis_probes(x: torch.Tensor) -> torch.Tensor:
+    """sqrt(N d) e_k for every coordinate k of one sample (1, N d, N, d): the probe average of
+    |J^T u|^2 / (N d) is then ||J||_F^2 / (N d) exactly, with no Monte Carlo error."""
+    size = x[0].numel()
+    return (math.sqrt(size) * torch.eye(size, dtype=x.dtype)).reshape(1, size, *x.shape[1:])
+
+
 @pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("derf", 1.5), ("dyt", 2.0)])
-def test_hutchinson_estimates_converge_to_the_exact_apjn(norm, alpha):
-    """Backward J^{L,b} at every b and forward J^{b,0} at every b agree with the exact
-    ||J||_F^2/(N d) from dense Jacobians, within the Hutchinson estimate's error."""
+def test_estimators_with_basis_probes_are_the_exact_apjn(norm, alpha):
+    """Backward J^{L,b} and forward J^{b,0} at every b equal ||J||_F^2/(N d) of the dense
+    Jacobian products to float64 rounding when the probes span the space, for every chunking."""
     blocks, x0 = _tiny(norm, alpha)
-    n_probes, depth = 3000, len(blocks)
+    backward_exact, forward_exact = _exact_apjn(blocks, x0)
+    probes = _basis_probes(x0)
+    for chunk_size in (7, 64):
+        backward = backward_apjn(blocks, x0, probes, chunk_size=chunk_size)[0]
+        forward = forward_apjn(blocks, x0, probes, chunk_size=chunk_size)[0]
+        np.testing.assert_allclose(backward.numpy(), backward_exact, rtol=1e-10)
+        np.testing.assert_allclose(forward.numpy(), forward_exact, rtol=1e-10)
+    per_pair = backward_apjn_per_pair(blocks, x0, probes)[0]
+    np.testing.assert_allclose(per_pair.numpy(), backward_exact, rtol=1e-10)
+    assert backward_exact[0] > 1.2 and forward_exact[-1] > 1.2  # multipliers: not trivial
+
+
+@pytest.mark.parametrize(("norm", "alpha"), [("ln", None), ("dyt", 2.0)])
+def test_hutchinson_estimates_converge_to_the_exact_apjn(norm, alpha):
+    """With Gaussian probes, backward J^{L,b} at every b and forward J^{b,0} at every b lie
+    within the Hutchinson estimate's error of the exact ||J||_F^2/(N d)."""
+    blocks, x0 = _tiny(norm, alpha)
+    n_probes, depth = 400, len(blocks)
     generator = torch.Generator().manual_seed(2)
     states = block_states(blocks, x0)
     u, v = (
@@ -87,8 +130,60 @@ def test_hutchinson_estimates_converge_to_the_exact_apjn(norm, alpha):
         from_first = functools.reduce(lambda acc, j: j @ acc, jacs[: b + 1], identity)
         assert _within_hutchinson_error(float(backward[b]), to_last, n_probes), b
         assert _within_hutchinson_error(float(forward[b + 1]), from_first, n_probes), b
-    assert float(backward[0]) > 1.2  # the multipliers make the test non-trivial
     assert backward[-1] == 1.0 and forward[0] == 1.0
+
+
+def test_probes_are_float64_draws_whatever_the_working_dtype():
+    """The same generator state gives the same probes (rounded) for a float32 batch as for a
+    float64 one: draws are made in float64 on the CPU, one standard normal per coordinate, and
+    moved to the batch's device (here the meta device)."""
+    like = torch.zeros(2, 5, 3, dtype=torch.float64)
+    wide = gaussian_probes(like, 4000, torch.Generator().manual_seed(8))
+    narrow = gaussian_probes(like.float(), 4000, torch.Generator().manual_seed(8))
+    assert wide.shape == (2, 4000, 5, 3) and wide.dtype == torch.float64
+    assert narrow.dtype == torch.float32
+    torch.testing.assert_close(narrow, wide.float(), rtol=0, atol=0)
+    assert (wide != wide.float().double()).all()  # float64 draws, not widened float32 ones
+    on_meta = gaussian_probes(like.to("meta"), 3, torch.Generator().manual_seed(8))
+    assert on_meta.device.type == "meta" and on_meta.shape == (2, 3, 5, 3)
+    assert float(wide.mean()) == pytest.approx(0.0, abs=0.02)
+    assert float(wide.var()) == pytest.approx(1.0, abs=0.02)
+
+
+def test_chunks_partition_the_batch():
+    """Chunks are disjoint, in order, cover every row once and hold at most `size` rows: what
+    bounds the memory of one autograd pass."""
+    for total, size in ((10, 4), (8, 8), (3, 64)):
+        rows = [list(range(total))[part] for part in _chunks(total, size)]
+        assert sum(rows, []) == list(range(total))
+        assert all(0 < len(chunk) <= size for chunk in rows)
+
+
+def test_token_statistics_average_over_the_tokens_after_cls():
+    """q = mean_i |x_i|^2/d and p = mean_{i != j} x_i.x_j/d over tokens 1.., per sample."""
+    x = torch.randn(2, 5, 7, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    q, p = token_statistics(x)
+    for s in range(2):
+        tokens = x[s, 1:]
+        overlaps = tokens @ tokens.T / 7
+        off = ~torch.eye(4, dtype=torch.bool)
+        assert float(q[s]) == pytest.approx(float(overlaps.diagonal().mean()), rel=1e-12)
+        assert float(p[s]) == pytest.approx(float(overlaps[off].mean()), rel=1e-12)
+
+
+def test_pushed_tangents_are_the_jacobian_vector_product():
+    """push_tangents returns the block outputs, J v from dense Jacobians and |J v|^2/(N d)
+    after every block."""
+    blocks, x0 = _tiny("derf", 1.5)
+    v = torch.randn((1, *x0.shape), generator=torch.Generator().manual_seed(10), dtype=x0.dtype)
+    states = block_states(blocks, x0)
+    primal, tangent, norms = push_tangents(blocks, x0, v)
+    torch.testing.assert_close(primal, states[-1], rtol=1e-12, atol=1e-12)
+    expected = v.reshape(-1)
+    for b, jac in enumerate(_block_jacobians(blocks, states)):
+        expected = jac @ expected
+        assert float(norms[0, 0, b]) == pytest.approx(float(expected.pow(2).mean()), rel=1e-10)
+    torch.testing.assert_close(tangent.reshape(-1), expected, rtol=1e-10, atol=1e-12)
 
 
 def test_all_blocks_estimator_equals_the_per_pair_loop():

@@ -4,11 +4,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import gammaln
 
-from transformer_stability.apjn.kernels import norm_kernel
+from transformer_stability.apjn.kernels import norm_kernel, relu_kappa, relu_kappa_prime
 from transformer_stability.apjn.theory import (
     MeanField,
     ViTShape,
+    _log_gamma_ratio,
+    _log_rising_ratio,
     backward_log_apjn,
     end_to_end_log_apjn,
     forward_log_apjn,
@@ -30,9 +33,11 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def test_mean_field_constants_of_vit_b_match_the_spec():
-    assert VIT_B.a == pytest.approx(0.094372, abs=5e-7)
-    assert VIT_B.m == pytest.approx(0.377487, abs=5e-7)
-    assert VIT_B.n_tokens == 196
+    """Built inside the test (the module's VIT_B is built once, at import)."""
+    vit_b = MeanField.from_shape(ViTShape(width=768, n_tokens_total=197))
+    assert vit_b.a == pytest.approx(0.094372, abs=5e-7)
+    assert vit_b.m == pytest.approx(0.377487, abs=5e-7)
+    assert vit_b.n_tokens == 196 and not vit_b.exact
 
 
 def test_init_multipliers_scale_the_constants():
@@ -276,3 +281,113 @@ def test_forward_curve_from_a_later_source_uses_that_blocks_statistics():
     assert math.isclose(
         backward_log_apjn(full, VIT_B)[10], forward_log_apjn(tail, VIT_B)[-1], rel_tol=1e-12
     )
+
+
+@pytest.mark.parametrize("shift", [0.3, 0.6667, 1.0004, 3.0])
+def test_log_gamma_ratio_is_accurate_on_both_sides_of_the_series_switch(shift):
+    """ln Gamma(x + s) - ln Gamma(x): the asymptotic series (x >= 1e4) meets the gammaln
+    difference at the switch, and obeys the recurrence R(x + 1) - R(x) = ln(1 + s/x) far beyond
+    it, where the gammaln difference would cancel. s = 3 makes the 1/x^2 term (~2.5e-8 at
+    1e4) visible above the gammaln difference's rounding."""
+    near = np.array([9_999.0, 1e4, 1e4 + 0.5, 1.5e4, 3e4])
+    np.testing.assert_allclose(
+        _log_gamma_ratio(near, shift), gammaln(near + shift) - gammaln(near), rtol=0, atol=1e-10
+    )
+    far = np.array([1e4, 3e4, 1e5, 1e6, 1e7])
+    step = _log_gamma_ratio(far + 1, shift) - _log_gamma_ratio(far, shift)
+    np.testing.assert_allclose(step, np.log1p(shift / far), rtol=1e-6, atol=1e-14)
+
+
+def test_log_rising_ratio_is_the_product_it_names():
+    """ln prod_{l<L} (1 + s/(l + start)) summed term by term, across the series switch."""
+    start, shift = 3.7, 0.42
+    terms = np.log1p(shift / (np.arange(20_000) + start))
+    depth = np.array([0, 1, 7, 9_990, 10_010, 20_000])
+    summed = np.concatenate([[0.0], np.cumsum(terms)])[depth]
+    np.testing.assert_allclose(
+        _log_rising_ratio(start, shift, depth), summed, rtol=1e-11, atol=1e-14
+    )
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.9])
+def test_share_depth_is_where_the_fast_mode_carries_that_share(share):
+    """At the returned depth w_+ prod(1 + lambda/q_l) / (w_- + w_+ prod(...)) = share; a start
+    that already gives the fast mode that share returns 0."""
+    mf = MeanField(a=VIT_B.a, m=VIT_B.m, n_tokens=8)
+    depth = preln_share_depth(mf, 1.0, share)
+    modes, (w_minus, w_plus) = preln_modes(mf), preln_mode_weights(mf)
+    grown = w_plus * np.exp(
+        _log_rising_ratio(1.0 / modes.growth, modes.attention_eigenvalue / modes.growth, depth)
+    )
+    assert grown / (w_minus + grown) == pytest.approx(share, rel=1e-9)
+    assert preln_share_depth(mf, 1.0, share, j0=1.0, k0=0.95) == 0.0
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="share"):
+            preln_share_depth(mf, 1.0, bad)
+
+
+def test_saturated_fixed_point_solves_its_equation():
+    """rho* = [a rt + m kappa(rt)] / [a rt + m/2] with rt = (2/pi) asin(rho*), at two
+    attention/MLP balances; c_q = a rt + m/2 at it."""
+    for mf in (VIT_B, MeanField(a=0.8, m=0.2, n_tokens=16)):
+        rho = saturated_fixed_point(mf)
+        rt = 2 / math.pi * math.asin(rho)
+        assert rho == pytest.approx(
+            (mf.a * rt + mf.m * relu_kappa(rt)) / (mf.a * rt + mf.m / 2), abs=1e-12
+        )
+        assert 0 < rho < 1
+        assert saturated_growth_rate(mf) == pytest.approx(mf.a * rt + mf.m / 2, rel=1e-12)
+
+
+def test_sqrt_depth_slope_gains_a_over_n_from_attention():
+    """The token count enters the slope only through the attention gain a/N added to m/2; the
+    law is for the saturating maps only."""
+    few, many = (MeanField(VIT_B.a, VIT_B.m, n) for n in (4, 10**9))
+    scale = 4.0 * 1.3 / math.pi / math.sqrt(saturated_growth_rate(VIT_B))
+    difference = sqrt_depth_slope("derf", 1.3, few) - sqrt_depth_slope("derf", 1.3, many)
+    assert difference == pytest.approx(scale * VIT_B.a / 4, rel=1e-6)
+    assert sqrt_depth_slope("derf", 1.3, many) == pytest.approx(scale * VIT_B.m / 2, rel=1e-6)
+    with pytest.raises(ValueError, match="sqrt-depth"):
+        sqrt_depth_slope("ln", 1.0, VIT_B)
+
+
+def test_exact_closure_end_to_end_keeps_the_self_term():
+    """mf.exact switches both the APJN mixing and the statistics' 1/N_tot self-term; from a
+    generic input (p0 < q0) the self-term changes the statistics, so it shows."""
+    exact = MeanField(VIT_B.a, VIT_B.m, n_tokens=4, exact=True)
+    kernel = norm_kernel("derf", 1.0)
+    with_self = propagate_statistics(kernel, exact, 1.0, 0.2, depth=50, self_term=True)
+    without = propagate_statistics(kernel, exact, 1.0, 0.2, depth=50)
+    log_j = end_to_end_log_apjn("derf", 1.0, exact, 1.0, 0.2, max_depth=50)
+    np.testing.assert_allclose(log_j, forward_log_apjn(with_self, exact), rtol=1e-12)
+    assert abs(log_j[-1] - forward_log_apjn(without, exact)[-1]) > 1e-3
+
+
+def test_two_mode_closed_form_follows_the_map_from_any_start():
+    """From a start (J, K) = (j0, k0) at rho = 1 the closed form equals the 2 x 2 map iterated
+    by hand: (J, K) += a (s J + x K) / q, both times 1 + m / (2 (q + a)), q += a + m/2."""
+    mf, q0, (j0, k0) = MeanField(VIT_B.a, VIT_B.m, n_tokens=4), 0.6, (0.7, 0.4)
+    s, x = 1 / 4, 1.0
+    q, j, k, by_hand = q0, j0, k0, [math.log(j0)]
+    for _ in range(60):
+        mixed = mf.a * (s * j + x * k) / q
+        gain = 1 + mf.m / (2 * (q + mf.a))
+        j, k, q = (j + mixed) * gain, (k + mixed) * gain, q + mf.a + mf.m / 2
+        by_hand.append(math.log(j))
+    closed = preln_two_mode_log_apjn(mf, q0, np.arange(61), j0=j0, k0=k0)
+    np.testing.assert_allclose(closed, by_hand, rtol=1e-10, atol=1e-12)
+
+
+def test_trajectory_susceptibilities_are_the_kernels_at_their_points():
+    """chi_* are the norm kernel at the block input (q_l, p_l); chi_h_* and kappa'(rho_h) at the
+    mid-block point q_h = q_l + a p~, p_h = p_l + a p~ (the authors' closure)."""
+    kernel, mf = norm_kernel("derf", 1.2), MeanField(a=0.4, m=0.5, n_tokens=8)
+    traj = propagate_statistics(kernel, mf, 1.0, 0.3, depth=6)
+    for layer in range(6):
+        k = kernel(traj.q[layer], traj.p[layer])
+        kh = kernel(traj.q[layer] + mf.a * k.p_tilde, traj.p[layer] + mf.a * k.p_tilde)
+        got = (traj.chi_q, traj.chi_p, traj.chi_h_q, traj.chi_h_p, traj.kappa_prime_h)
+        expected = (k.chi_q, k.chi_p, kh.chi_q, kh.chi_p, relu_kappa_prime(kh.p_tilde / kh.q_tilde))
+        for value, target in zip(got, expected, strict=True):
+            assert value[layer] == pytest.approx(target, rel=1e-12)
+    assert traj.depth == 6

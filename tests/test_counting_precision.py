@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from transformer_stability.counting.constructions import construct
+from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.items import ResidualItem
-from transformer_stability.counting.model import ModelSpec
+from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.precision import grid_margins, parameter_count
 from transformer_stability.counting.study import residual_table
 
@@ -50,3 +51,33 @@ def test_softmax_error_falls_with_b_but_never_reaches_zero_and_linear_attention_
     assert (built >= bounds.reindex(built.index) * (1 - 1e-9)).all()
     linear = table[table["attention"] == "linear"].iloc[0]
     assert linear["B"] == pytest.approx(math.sqrt(2)) and linear["max_error"] < 1e-12
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_grid_margins_are_the_forward_passs_gap_in_any_chunking(readout):
+    """The gap to the rounding threshold, recomputed from one forward pass over the grid: 1/2 -
+    |y - c|, or the true logit minus the best other; a wrong point makes it negative."""
+    spec = ModelSpec("post_bare", readout, 8, 10)
+    found = construct(spec)
+    c, m = torch_grid(10)
+    for broken in (False, True):
+        if broken and readout == "regression":
+            found.params.u.mul_(1.3)
+        elif broken:  # the heads of counts 3 and 4 swapped
+            found.params.head_w[0, [3, 4]] = found.params.head_w[0, [4, 3]]
+        out = grid_forward(spec, found.params, c, m)[0]
+        if readout == "regression":
+            gap = 0.5 - (out - c).abs()
+        else:
+            true = out.gather(-1, c[:, None])[:, 0]
+            gap = true - out.scatter(-1, c[:, None], -math.inf).max(-1).values
+        for chunk in (16, 1 << 18):
+            found_margins = grid_margins(found, torch.float64, chunk=chunk)
+            assert found_margins["margin"] == pytest.approx(float(gap.min()), rel=1e-12)
+            assert found_margins["accuracy"] == pytest.approx(float((gap > 0).double().mean()))
+            assert found_margins["output_scale"] == pytest.approx(float(out.abs().max()))
+            relative = found_margins["relative_margin"]
+            if broken:
+                assert found_margins["accuracy"] < 1 and math.isnan(relative)
+            else:
+                assert relative == pytest.approx(float(gap.min() / out.abs().max()))

@@ -15,6 +15,7 @@ from transformer_stability.claims import NOT_RUN, claim_rows
 from transformer_stability.io import read_table, write_table
 from transformer_stability.numerics import claims
 from transformer_stability.numerics.tables import (
+    AttentionSinks,
     Gpt2Errors,
     Gpt2Recursion,
     Lipschitz,
@@ -430,7 +431,7 @@ def test_recursion_amplification_collapses(checked):
     assert finding.holds
     assert finding.value.startswith("0 of 20 adds above the bound")
     assert "bound/measured at the first add, per source: 1e+03-1e+03" in finding.value
-    assert "per source 3-3, test formats 5-5" in finding.value
+    assert "per source 3-3 (random-gpt2 3-3), test formats 5-5" in finding.value
 
 
 @pytest.mark.parametrize(
@@ -494,6 +495,75 @@ def test_gpt2_claims_not_run_with_one_residual_dominated_alpha(checked):
     tables = gpt2_tables(checked, errors, recursion[recursion.alpha < 100])
     assert claims.alpha_invariance(tables, SECTION) is None
     assert claims.worst_case_recursion(tables, SECTION) is None
+
+
+def _trained(errors: pd.DataFrame) -> pd.DataFrame:
+    return errors.assign(weights="trained", model="trained-small")
+
+
+def test_trained_alpha_claim_tests_the_trained_rows_alone(checked):
+    """N.8 is N.7 on the trained model's rows: a random model's contradicting rows beside it do
+    not change its verdict, the trained model's own do."""
+    errors = pd.concat([_trained(errors_frame()), errors_frame(plateau_spread=10.0)])
+    finding = claims.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    assert finding.holds and "random-gpt2" not in finding.value
+    assert "trained-small m10" in finding.value
+    assert not claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).holds
+    errors = pd.concat([_trained(errors_frame(flipped_error=1.0)), errors_frame()])
+    assert not claims.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).holds
+
+
+def test_trained_alpha_claim_not_run_without_a_trained_model(checked):
+    assert claims.trained_alpha_invariance(gpt2_tables(checked), SECTION) is None
+
+
+def sinks_frame(trained_p_max: float, random_p_max: float = 0.02) -> pd.DataFrame:
+    """Two blocks of 4 heads per model; one trained head at `trained_p_max` on the first
+    token, the others at half of it; every random head at `random_p_max`."""
+    rows = []
+    for weights, model in (("random", "random-gpt2"), ("trained", "trained-small")):
+        for block in range(2):
+            for head in range(4):
+                top = random_p_max if weights == "random" else trained_p_max
+                top = top if weights == "random" or (block, head) == (1, 2) else top / 2
+                for statistic, value in (("p_max", top), ("first_token", top / 3)):
+                    quantiles = dict.fromkeys(("p01", "p25", "p50", "p75", "p99", "mean"), value)
+                    rows.append(
+                        {"weights": weights, "model": model, "block": block, "head": head}
+                        | {"statistic": statistic}
+                        | quantiles
+                    )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("trained", "random", "holds"),
+    [(0.9, 0.02, True), (0.45, 0.02, False), (0.9, 0.3, False), (0.9, 0.6, False)],
+)
+def test_sink_claim_needs_sink_heads_and_concentration_beyond_random(
+    checked, trained, random, holds
+):
+    """A sink head (median p_max >= 1/2) in the trained model, none in the random one, and the
+    median over heads at least 2x the random model's."""
+    tables = {claims.SINKS: checked(sinks_frame(trained, random), AttentionSinks)}
+    finding = claims.attention_sinks(tables, SECTION)
+    assert finding.holds == holds
+    sink_heads = int(trained >= 0.5)
+    assert f"{sink_heads} of 8 heads with median p_max >= 0.5" in finding.value
+
+
+def test_sink_claim_reports_the_heads_in_n3_s_strong_sink_regime(checked):
+    tables = {claims.SINKS: checked(sinks_frame(1 - 2.0**-9), AttentionSinks)}
+    finding = claims.attention_sinks(tables, SECTION)
+    assert "trained-small: median p_max 0.499" in finding.value
+    assert "1 with p99 of p_max >= 1 - 2^-8" in finding.value
+    assert "random-gpt2: median p_max 0.02" in finding.value
+
+
+def test_sink_claim_not_run_without_a_trained_model(checked):
+    frame = sinks_frame(0.9)
+    tables = {claims.SINKS: checked(frame[frame.weights == "random"], AttentionSinks)}
+    assert claims.attention_sinks(tables, SECTION) is None
 
 
 # --- the tiny run -----------------------------------------------------------------------------

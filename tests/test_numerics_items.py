@@ -9,14 +9,19 @@ import torch
 from conftest import ROOT, deep_merge, load_yaml
 
 from transformer_stability.io import read_table
+from transformer_stability.numerics.checks import config_errors
 from transformer_stability.numerics.items import (
+    SWEEPS,
+    attention_items,
     group_items,
     model_seed,
+    sources_items,
     storage_format,
     storage_groups,
     weights_items,
 )
 from transformer_stability.numerics.rounding import Precision
+from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR
 from transformer_stability.numerics.study import gpt2_model, group_tables, weights_rows
 from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion
 from transformer_stability.sweeps import chunk_items, gather_items, run_chunk
@@ -143,3 +148,35 @@ def test_items_import_without_torch():
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_trained_model_reads_its_own_directory_and_the_held_out_text():
+    """Every item of a `weights: trained` model loads the pipeline's save_pretrained directory
+    and reads the held-out glosses; a random model beside it keeps the configured input, and
+    the sweeps depend on the trained models only where the config has one."""
+    numerics = _numerics(alphas=[1.0], precisions=["fp32"])
+    trained = {**TINY_MODEL, **CUSTOM, "weights": "trained", "vocab": 300}
+    numerics["models"].append(trained)
+    random, model = group_items(numerics, seed=0)
+    assert model.spec.source == MODELS_DIR + "/trained-tiny"
+    assert model.inputs.text == HELDOUT_TEXT and random.inputs.text is None
+    assert [i.inputs.text for i in sources_items(numerics, 0)] == [None, HELDOUT_TEXT]
+    assert [i.inputs.text for i in attention_items(numerics, 0)] == [None, HELDOUT_TEXT]
+    sweeps = {sweep.rule: sweep for sweep in SWEEPS}
+    assert sweeps["numerics_gpt2"].inputs(numerics) == [MODELS_DIR, HELDOUT_TEXT]
+    assert sweeps["numerics_weights"].inputs(numerics) == [MODELS_DIR]
+    assert sweeps["numerics_gpt2"].inputs(_numerics()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [({"vocab": 512}, "numerics.models[1].vocab"), ({"positions": 8}, "models[1].positions")],
+)
+def test_a_trained_model_must_fit_the_tokenizer_and_the_input_length(change, key):
+    numerics = _numerics()
+    trained = {**TINY_MODEL, **CUSTOM, "weights": "trained", "vocab": 300, "positions": 16}
+    numerics["models"].append(trained)
+    assert config_errors(numerics) == []
+    numerics["models"][1] = {**trained, **change}
+    (error,) = config_errors(numerics)
+    assert key in error

@@ -22,3 +22,47 @@ rule numerics_bounds:
         settings=table_settings("numerics_bounds"),
     script:
         "../scripts/numerics_bounds.py"
+
+
+# The trained GPT-2 (numerics/training.py), offline: WordNet's glosses as shipped by timm, a
+# byte-level BPE tokenizer trained on them, and every `weights: trained` model trained on them;
+# the GPT-2 sweeps load them from results/numerics/trained/models/<name> like any checkpoint.
+rule numerics_tokenizer:
+    input:
+        sources=code("numerics_tokenizer.py"),
+    output:
+        tokenizer=directory("results/numerics/trained/tokenizer"),
+        train="results/numerics/trained/train.txt",
+        heldout="results/numerics/trained/heldout.txt",
+    log:
+        "results/logs/numerics/tokenizer.log",
+    benchmark:
+        "results/benchmarks/numerics/tokenizer.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        vocab=config["numerics"]["training"]["vocab"],
+        heldout_every=config["numerics"]["training"]["heldout_every"],
+    script:
+        "../scripts/numerics_tokenizer.py"
+
+
+rule numerics_train:
+    input:
+        sources=code("numerics_train.py"),
+        tokenizer="results/numerics/trained/tokenizer",
+        train="results/numerics/trained/train.txt",
+        heldout="results/numerics/trained/heldout.txt",
+    output:
+        models=directory("results/numerics/trained/models"),
+        table="results/numerics/gpt2_training.csv",
+    log:
+        "results/logs/numerics/train.log",
+    benchmark:
+        "results/benchmarks/numerics/train.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=config_slice(config, TABLE_SETTINGS["numerics/gpt2_training.csv"]),
+    script:
+        "../scripts/numerics_train.py"

@@ -46,9 +46,8 @@ def pair_kernels(norm: NormName, alpha: float | None, k: np.ndarray) -> tuple[np
     if norm == "derf":
         a2 = alpha**2
         spread = 1.0 + 2.0 * a2 * diag
-        phi = (2 / math.pi) * np.arcsin(
-            np.clip(2 * a2 * k / np.sqrt(np.outer(spread, spread)), -1, 1)
-        )
+        # |2 a2 K_ij| <= 2 a2 sqrt(K_ii K_jj) < sqrt(spread_i spread_j) on a PSD Gram: no clip
+        phi = (2 / math.pi) * np.arcsin(2 * a2 * k / np.sqrt(np.outer(spread, spread)))
         chi = (4 * a2 / math.pi) / np.sqrt(np.outer(spread, spread) - 4 * a2**2 * k**2)
         return phi, chi
     raise ValueError(f"the full-Gram closure is for {GRAM_NORMS}, not {norm!r}")

@@ -98,9 +98,10 @@ class QuadratureKernel:
         f, df = self.phi(z), self.alpha * self.dphi(z)
         w1 = w * _INV_SQRT_2PI * np.exp(-0.5 * x**2)
         q_tilde, chi_q = float(w1 @ f**2), float(w1 @ df**2)
-        if abs(rho) >= 1.0 - 1e-12:
-            sign = 1.0 if rho > 0 else -1.0
-            return KernelValues(q_tilde, sign * q_tilde, chi_q, sign * chi_q)
+        if abs(rho) >= 1.0 - 1e-12:  # z2 = +-z1: the 1-D expectation of phi(z) phi(+-z)
+            mirror = z if rho > 0 else -z
+            f2, df2 = self.phi(mirror), self.alpha * self.dphi(mirror)
+            return KernelValues(q_tilde, float(w1 @ (f * f2)), chi_q, float(w1 @ (df * df2)))
         c = 1.0 - rho**2
         quad = (x[:, None] ** 2 - 2.0 * rho * np.outer(x, x) + x[None, :] ** 2) / (2.0 * c)
         w2 = np.outer(w, w) * np.exp(-quad) / (2.0 * math.pi * math.sqrt(c))

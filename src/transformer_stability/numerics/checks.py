@@ -20,7 +20,8 @@ HUB_TIMEOUT_S = 3.0
 
 
 def config_errors(numerics: dict[str, Any]) -> list[str]:
-    """Model entries: unique names, a complete custom shape, no pretrained custom shapes."""
+    """Model entries: unique names, a complete custom shape, no pretrained custom shapes, a
+    trained model that fits the tokenizer and the input length."""
     checks = []
     names = [numerics_model_name(m["weights"], m["size"]) for m in numerics["models"]]
     for i, entry in enumerate(numerics["models"]):
@@ -46,7 +47,29 @@ def config_errors(numerics: dict[str, Any]) -> list[str]:
                 "a source is only read for pretrained weights",
             ),
         ]
+        if entry["weights"] == "trained":
+            checks += _trained_checks(key, entry, numerics)
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
+
+
+def _trained_checks(
+    key: str, entry: dict[str, Any], numerics: dict[str, Any]
+) -> list[tuple[bool, str, str]]:
+    """A trained model uses the pipeline's tokenizer and reads windows of the input length."""
+    vocab, seq_len = numerics["training"]["vocab"], numerics["inputs"]["seq_len"]
+    return [
+        (
+            entry["vocab"] == vocab,
+            f"{key}.vocab",
+            f"{entry['vocab']} is not the tokenizer's numerics.training.vocab = {vocab}",
+        ),
+        (
+            entry["positions"] >= seq_len,
+            f"{key}.positions",
+            f"{entry['positions']} (its training window) is shorter than "
+            f"numerics.inputs.seq_len = {seq_len}",
+        ),
+    ]
 
 
 def _hub_reachable() -> bool:

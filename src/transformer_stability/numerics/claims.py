@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.claims import ClaimSpec, Finding
-from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS
+from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS, format_unit_roundoff
 
 NORMS, SOFTMAX, LIPSCHITZ = "numerics/norms.csv", "numerics/softmax.csv", "numerics/lipschitz.csv"
 ERRORS, RECURSION = "numerics/gpt2_errors.csv", "numerics/gpt2_recursion.csv"
 SOURCES = "numerics/recursion_sources.csv"
+SINKS = "numerics/attention_sinks.csv"
 
 TIGHT = 100.0  # "not loose by orders of magnitude": a median bound/error of at most 10^2
 SINK_TIGHT = 10.0  # the sink-aware softmax bound: within one order of magnitude
@@ -32,6 +33,7 @@ SENSITIVITY_GROWTH = 4.0  # the offsets must grow the unshifted condition number
 LENGTH_SPAN = 4  # the sequence lengths must span this factor
 RESIDUAL_DOMINATED, EMBEDDING_DOMINATED = 2.0, 10.0  # stream / its alpha-proportional share
 TYPICAL_WINDOW = 10.0  # the typical estimate within this factor of the measured error
+SINK_ROW = 0.5  # a row with p_max >= 1/2 gives one token most of its attention
 GROUP = ["weights", "model", "precision"]
 
 Tables = Mapping[str, pd.DataFrame]
@@ -355,13 +357,18 @@ def worst_case_recursion(tables: Tables, section: Mapping[str, Any]) -> Finding 
     first = sources[sources.checkpoint == sources.checkpoint.min()]
     vacuity = _ratio_range(first.bound, first.measured)
     typical = _ratio_range(sources.typical_rel_l2, sources.measured_rel_l2)
+    per_model = [
+        f"{model} {_g(low)}-{_g(high)}"
+        for model, rows in sources.groupby("model")
+        for low, high in [_ratio_range(rows.typical_rel_l2, rows.measured_rel_l2)]
+    ]
     formats = _ratio_range(recursion.typical_rel_l2, recursion.measured_rel_l2)
     value = (
         f"{above} of {len(both)} adds above the bound; "
         + _describe(plateaus, regimes, "amplification at the last attn/mlp add", per_group=False)
         + f"; bound/measured at the first add, per source: {_g(vacuity[0])}-{_g(vacuity[1])}; "
-        f"typical/measured at every add: per source {_g(typical[0])}-{_g(typical[1])}, "
-        f"test formats {_g(formats[0])}-{_g(formats[1])}"
+        f"typical/measured at every add: per source {_g(typical[0])}-{_g(typical[1])} "
+        f"({', '.join(per_model)}), test formats {_g(formats[0])}-{_g(formats[1])}"
     )
     falls = all(x <= 1 / FACTOR for p in plateaus for x in p.off)
     close = typical[0] >= 1 / TYPICAL_WINDOW and typical[1] <= TYPICAL_WINDOW
@@ -387,7 +394,20 @@ def alpha_invariance(tables: Tables, section: Mapping[str, Any]) -> Finding | No
     stream, held in float32, rounds far below their u, so the branch roundings that shrink
     with alpha dominate). A format that rounds the stream itself at its u (bf16, fp16, fp32)
     may stay near the plateau there: reported, not tested."""
+    return _alpha_finding(tables[ERRORS])
+
+
+def trained_alpha_invariance(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """N.8: N.7's test on the trained models alone (None where the run has none)."""
     errors = tables[ERRORS]
+    return _alpha_finding(errors[errors.weights == "trained"])
+
+
+def _alpha_finding(errors: pd.DataFrame) -> Finding | None:
+    """The plateau over the residual-dominated alphas and the emulated formats' departure from
+    it where the embedding dominates (N.7, N.8); None without two residual-dominated alphas."""
+    if errors.empty:
+        return None
     regimes = stream_regimes(errors)
     rel = _last(errors[errors.metric == "rel_linf"]).merge(regimes, on=[*GROUP, "alpha"])
     plateaus = _plateaus(rel, "p50", GROUP)
@@ -399,6 +419,49 @@ def alpha_invariance(tables: Tables, section: Mapping[str, Any]) -> Finding | No
         "spread of the relative error over alpha per stream regime",
         value,
         _flat(plateaus) and apart,
+    )
+
+
+# --- N.9: attention sinks grow in training ---------------------------------------------------
+
+
+def _head_medians(sinks: pd.DataFrame, statistic: str) -> pd.Series:
+    """Per (weights, model): the median over heads of each head's median over rows."""
+    rows = sinks[sinks.statistic == statistic]
+    return rows.groupby(["weights", "model"]).p50.median()
+
+
+def attention_sinks(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
+    """N.9: every trained model has sink heads (median late-row p_max >= 1/2) where no random
+    model has one, and its attention is more concentrated overall (the median over heads of the
+    heads' median p_max at least 2x every random model's); reported beside it: the first
+    token's weight, and the heads whose top 1% of rows reach the strong-sink regime of N.3 in
+    bf16 (1 - p_max <= 2^-8)."""
+    sinks = tables[SINKS]
+    p_max, first = _head_medians(sinks, "p_max"), _head_medians(sinks, "first_token")
+    if "trained" not in p_max.index or "random" not in p_max.index:
+        return None
+    rows = sinks[sinks.statistic == "p_max"]
+    heads = rows.groupby(["weights", "model"]).agg(
+        sinks=("p50", lambda x: int((x >= SINK_ROW).sum())),
+        strong=("p99", lambda x: int((x >= 1 - format_unit_roundoff("bf16")).sum())),
+        heads=("p50", "size"),
+    )
+    value = "; ".join(
+        f"{model}: median p_max {_g(p_max[weights, model])}, first-token weight "
+        f"{_g(first[weights, model])}, {heads.sinks[weights, model]} of "
+        f"{heads.heads[weights, model]} heads with median p_max >= {SINK_ROW:g}, "
+        f"{heads.strong[weights, model]} with p99 of p_max >= 1 - 2^-8"
+        for weights, model in p_max.index
+    )
+    concentrated = p_max["trained"].min() >= FACTOR * p_max["random"].max()
+    grown = heads.sinks["trained"].min() > 0 and heads.sinks["random"].max() == 0
+    holds = bool(concentrated and grown)
+    return Finding(
+        "median over heads of the late rows' median p_max, trained vs random; sink heads; "
+        "first-token weight",
+        value,
+        holds,
     )
 
 
@@ -501,5 +564,34 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N1, N2, N3",
         tables=(ERRORS,),
         test=alpha_invariance,
+    ),
+    ClaimSpec(
+        id="N.8",
+        statement="The alpha-invariance of N.7 and its transition hold on trained weights too "
+        "(a small GPT-2 trained offline on natural English, read on held-out text), not only "
+        "on random weights.",
+        criterion=f"N.7's criterion on the weights: trained rows alone: per format, the median "
+        f"rel_linf at the last add within a factor {FACTOR:g} over the residual-dominated "
+        f"alphas (needs two), and the emulated formats off that plateau by more than "
+        f"{FACTOR:g}x at every embedding-dominated alpha; which alphas are residual- and "
+        f"embedding-dominated is reported",
+        figure="N1, N2, N3",
+        tables=(ERRORS,),
+        test=trained_alpha_invariance,
+    ),
+    ClaimSpec(
+        id="N.9",
+        statement="Training grows attention sinks: a trained model's attention rows concentrate "
+        "on one token (p_max -> 1, the regime where N.3's softmax bound tightens), while "
+        "random-weight attention stays spread.",
+        criterion=f"over the rows of the second half of each sequence (where a spread row has "
+        f"p_max < 2/T): every trained model has a sink head (its median p_max >= "
+        f"{SINK_ROW:g}) and no random model has one, and the median over heads of each head's "
+        f"median p_max is at least {FACTOR:g}x larger for every trained model than for any "
+        f"random model; the first token's weight and the heads reaching 1 - p_max <= 2^-8 are "
+        f"reported",
+        figure="N9",
+        tables=(SINKS,),
+        test=attention_sinks,
     ),
 )

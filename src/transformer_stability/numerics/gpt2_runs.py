@@ -33,6 +33,7 @@ from transformer_stability.numerics.metrics import (
     activation_lipschitz,
     layer_norm_statistics,
     quantiles,
+    sink_statistics,
     stream_sizes,
     token_errors,
     weight_magnitudes,
@@ -41,6 +42,7 @@ from transformer_stability.numerics.recursion import BlockConstants, recursion_t
 from transformer_stability.numerics.rounding import SOURCES, Arithmetic, Precision, SourceRounding
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.tables import (
+    AttentionSinks,
     Gpt2Errors,
     Gpt2Recursion,
     Gpt2Weights,
@@ -60,6 +62,42 @@ def weights_table(model: GPT2LMHeadModel, spec: GPT2Spec) -> pd.DataFrame:
     table = pd.DataFrame(rows).rename_axis("block").reset_index()
     table = table.melt(id_vars="block", var_name="quantity", value_name="value")
     return select(table.assign(weights=spec.weights, model=spec.name), Gpt2Weights)
+
+
+def attention_table(
+    model: GPT2LMHeadModel, spec: GPT2Spec, inputs: TokenInputs, seed: int, device: torch.device
+) -> pd.DataFrame:
+    """Sink statistics (metrics.sink_statistics) of every head's attention rows of the second
+    half of each sequence, on the model's input, float32 at α = 1: quantiles and mean over the
+    rows of all sequences, per block and head. The probabilities are read from Hugging Face's
+    eager attention as each block computes them, so no more than one block's are held."""
+    ids = input_ids(spec, model.config.vocab_size, inputs, seed)
+    found: dict[tuple[int, int, str], list[np.ndarray]] = defaultdict(list)
+
+    def keeper(block: int):
+        def keep(module, args, output) -> None:
+            for name, values in sink_statistics(output[1], ids.shape[1] // 2).items():
+                for head, row in enumerate(values.cpu().numpy()):
+                    found[(block, head, name)].append(row)
+
+        return keep
+
+    model = model.to(device)
+    hooks = [b.attn.register_forward_hook(keeper(k)) for k, b in enumerate(model.transformer.h)]
+    try:
+        with torch.no_grad():
+            for batch in ids.split(inputs.batch):
+                model.transformer(input_ids=batch.to(device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    rows = []
+    for (block, head, name), parts in found.items():
+        values = np.concatenate(parts)
+        row = {"block": block, "head": head, "statistic": name, **quantiles(values)}
+        rows.append(row | {"mean": float(values.mean())})
+    table = pd.DataFrame(rows).assign(weights=spec.weights, model=spec.name)
+    return select(table, AttentionSinks)
 
 
 class _Accumulator:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from transformer_stability.numerics.spec import GPT2Spec
+from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR, GPT2Spec
 from transformer_stability.sweeps import Sweep
 from transformer_stability.work import Work, transformer_flop
 
@@ -144,11 +144,35 @@ class SourcesItem(ModelItem):
         return self.spec.name
 
 
+@dataclass(frozen=True)
+class AttentionItem(ModelItem):
+    """One model's attention rows (float32, α = 1) on its input: their sink statistics."""
+
+    spec: GPT2Spec
+    inputs: TokenInputs
+    seed: int  # base seed, as in GroupItem
+
+    @property
+    def id(self) -> str:
+        return self.spec.name
+
+
 def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
     return [
         GPT2Spec.from_config(entry, key=f"numerics.models[{index}]")
         for index, entry in enumerate(numerics["models"])
     ]
+
+
+def model_inputs(spec: GPT2Spec, inputs: TokenInputs) -> TokenInputs:
+    """A model's input: a trained model reads the held-out text in its own tokens (natural
+    text it never saw), every other model the configured input."""
+    return replace(inputs, text=HELDOUT_TEXT) if spec.weights == "trained" else inputs
+
+
+def _token_inputs(numerics: dict[str, Any]) -> TokenInputs:
+    cfg = numerics["inputs"]
+    return TokenInputs(cfg["seq_len"], cfg["sequences"], cfg["batch"], cfg["text"])
 
 
 def storage_groups(precisions: list[str]) -> list[tuple[str, ...]]:
@@ -161,12 +185,9 @@ def storage_groups(precisions: list[str]) -> list[tuple[str, ...]]:
 
 def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
     """Every (model, α, storage group), in the order of the gathered tables."""
-    cfg = numerics["inputs"]
-    inputs = TokenInputs(
-        seq_len=cfg["seq_len"], sequences=cfg["sequences"], batch=cfg["batch"], text=cfg["text"]
-    )
+    inputs = _token_inputs(numerics)
     return [
-        GroupItem(spec, alpha, group, inputs, seed)
+        GroupItem(spec, alpha, group, model_inputs(spec, inputs), seed)
         for spec in model_specs(numerics)
         for alpha in numerics["alphas"]
         for group in storage_groups(numerics["precisions"])
@@ -177,7 +198,7 @@ def sources_items(numerics: dict[str, Any], seed: int) -> list[SourcesItem]:
     cfg, text = numerics["sources"], numerics["inputs"]["text"]
     inputs = TokenInputs(cfg["seq_len"], cfg["sequences"], cfg["sequences"], text)
     return [
-        SourcesItem(spec, cfg["alpha"], cfg["mantissa_bits"], inputs, seed)
+        SourcesItem(spec, cfg["alpha"], cfg["mantissa_bits"], model_inputs(spec, inputs), seed)
         for spec in model_specs(numerics)
     ]
 
@@ -191,14 +212,34 @@ def sources_work(item: SourcesItem) -> Work:
     return Work(forwards * per_sequence, what=what)
 
 
+def attention_work(item: AttentionItem) -> Work:
+    """One float32 forward of every sequence."""
+    layers, width, _ = item.spec.shape()
+    flop = item.inputs.sequences * transformer_flop(layers, width, item.inputs.seq_len)
+    return Work(flop, what=f"{item.inputs.sequences} forwards, {item.spec.name}")
+
+
 def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
     return [WeightsItem(spec, seed) for spec in model_specs(numerics)]
 
 
-def _text_input(numerics: dict[str, Any]) -> list[str]:
-    """The text file the GPT-2 runs tokenize, if any (else synthetic tokens)."""
-    text = numerics["inputs"]["text"]
-    return [text] if text is not None else []
+def attention_items(numerics: dict[str, Any], seed: int) -> list[AttentionItem]:
+    inputs = _token_inputs(numerics)
+    return [AttentionItem(spec, model_inputs(spec, inputs), seed) for spec in model_specs(numerics)]
+
+
+def _trained_models(numerics: dict[str, Any]) -> list[str]:
+    """The pipeline's trained models, where the config has any."""
+    trained = any(entry["weights"] == "trained" for entry in numerics["models"])
+    return [MODELS_DIR] if trained else []
+
+
+def _outside_files(numerics: dict[str, Any]) -> list[str]:
+    """The files the GPT-2 runs read: the text file they tokenize, if any (else synthetic
+    tokens), and the pipeline's trained models with their held-out text, if any."""
+    text = [numerics["inputs"]["text"]] if numerics["inputs"]["text"] is not None else []
+    trained = _trained_models(numerics)
+    return [*text, *trained, *([HELDOUT_TEXT] if trained else [])]
 
 
 def group_work(item: GroupItem) -> Work:
@@ -212,7 +253,8 @@ def group_work(item: GroupItem) -> Work:
     return Work(forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}")
 
 
-_MODELS = ("seed", "numerics.models")
+# the models: their entries, the base seed, and how the trained ones are trained
+_MODELS = ("seed", "numerics.models", "numerics.training")
 
 SWEEPS = (
     Sweep(
@@ -221,7 +263,7 @@ SWEEPS = (
         group_items,
         {"errors": "numerics/gpt2_errors", "recursion": "numerics/gpt2_recursion"},
         settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
-        inputs=_text_input,
+        inputs=_outside_files,
         work=group_work,
     ),
     Sweep(
@@ -230,7 +272,7 @@ SWEEPS = (
         sources_items,
         {"table": "numerics/recursion_sources"},
         settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
-        inputs=_text_input,
+        inputs=_outside_files,
         work=sources_work,
     ),
     # a few norms of the weights: on the CPU
@@ -240,10 +282,24 @@ SWEEPS = (
         weights_items,
         {"table": "numerics/gpt2_weights"},
         settings=_MODELS,
+        inputs=_trained_models,
         gpu=False,
+    ),
+    Sweep(
+        "numerics_attention",
+        "numerics_attention.py",
+        attention_items,
+        {"table": "numerics/attention_sinks"},
+        settings=("device", *_MODELS, "numerics.inputs"),
+        inputs=_outside_files,
+        work=attention_work,
     ),
 )
 
 # The synthetic bound experiments: each table depends on its own config section (settings.py).
 BOUND_EXPERIMENTS = ("norms", "softmax", "lipschitz")
-SETTINGS = {f"numerics/{name}.csv": ("seed", f"numerics.{name}") for name in BOUND_EXPERIMENTS}
+SETTINGS = {
+    **{f"numerics/{name}.csv": ("seed", f"numerics.{name}") for name in BOUND_EXPERIMENTS},
+    # the trained models' loss curves (numerics/training.py)
+    "numerics/gpt2_training.csv": _MODELS,
+}

@@ -104,3 +104,17 @@ def activation_lipschitz(act: torch.nn.Module, span: float = 8.0, points: int = 
     x = torch.linspace(-span, span, points, dtype=torch.float64, requires_grad=True)
     (grad,) = torch.autograd.grad(act(x).sum(), x)
     return float(grad.abs().max())
+
+
+def sink_statistics(probs: torch.Tensor, first_row: int) -> dict[str, torch.Tensor]:
+    """Per head, the attention rows of queries t >= `first_row` of causal probabilities
+    (batch, heads, T, T): each row's largest weight p_max and the first token's weight, as
+    (heads, rows) float64. Early rows are left out: a causal row t has t + 1 entries, so its
+    p_max is at least 1/(t + 1) whatever the weights; from t >= T/2 a spread row stays below 2/T
+    and a p_max near 1 is a sink, not a short row."""
+    late = probs[..., first_row:, :].to(torch.float64).transpose(0, 1)
+    heads = late.shape[0]
+    return {
+        "p_max": late.amax(dim=-1).reshape(heads, -1),
+        "first_token": late[..., 0].reshape(heads, -1),
+    }

@@ -3,9 +3,16 @@ items without importing it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+# where the pipeline writes what it trains (numerics/training.py): the tokenizer and the text
+# split, and one save_pretrained directory per model of `weights: trained`, read back by the
+# pretrained loader like any checkpoint
+TRAINED_DIR = "results/numerics/trained"
+TOKENIZER_DIR = f"{TRAINED_DIR}/tokenizer"
+MODELS_DIR = f"{TRAINED_DIR}/models"
+TRAIN_TEXT, HELDOUT_TEXT = f"{TRAINED_DIR}/train.txt", f"{TRAINED_DIR}/heldout.txt"
 GPT2_VOCAB = 50257
 GPT2_POSITIONS = 1024
 # (layers, width, heads) of the released GPT-2 family, shared by config validation (config.py)
@@ -28,8 +35,8 @@ class GPT2Spec:
     """Which GPT-2 to build: a named size or an explicit shape, random or pretrained weights."""
 
     size: str = "gpt2"
-    weights: str = "random"
-    source: str | None = None  # hub id or local directory, for pretrained weights
+    weights: str = "random"  # random, pretrained, or trained by the pipeline
+    source: str | None = None  # hub id or local directory, for pretrained (and trained) weights
     layers: int | None = None
     width: int | None = None
     heads: int | None = None
@@ -56,7 +63,16 @@ class GPT2Spec:
 
     @classmethod
     def from_config(cls, entry: dict, key: str) -> GPT2Spec:
-        return cls(**entry, key=key)
+        """The entry's model; a trained model's source is the directory the pipeline wrote."""
+        spec = cls(**entry, key=key)
+        if spec.weights == "trained":
+            return replace(spec, source=trained_source(spec.name))
+        return spec
+
+
+def trained_source(name: str) -> str:
+    """The save_pretrained directory of the pipeline's trained model `name`."""
+    return f"{MODELS_DIR}/{name}"
 
 
 def pretrained_source(source: str | None, size: str) -> tuple[str, Path | None]:
@@ -65,5 +81,5 @@ def pretrained_source(source: str | None, size: str) -> tuple[str, Path | None]:
     local."""
     source = source or size
     local = Path(source).expanduser()
-    looks_local = source.startswith(("/", ".", "~")) or local.exists()
+    looks_local = source.startswith(("/", ".", "~", TRAINED_DIR)) or local.exists()
     return source, (local if looks_local else None)

@@ -1,5 +1,5 @@
-"""Study N GPT-2 tables (N1-N4, N8), one item at a time: the errors and recursion tables of one
-(model, α, storage group), the weights table of one model."""
+"""Study N GPT-2 tables (N1-N4, N8, N9), one item at a time: the errors and recursion tables of
+one (model, α, storage group), the weights and attention-sink tables of one model."""
 
 from __future__ import annotations
 
@@ -10,8 +10,18 @@ import torch
 from transformers import GPT2LMHeadModel
 
 from transformer_stability.numerics.gpt2 import build_gpt2
-from transformer_stability.numerics.gpt2_runs import run_group, sources_table, weights_table
-from transformer_stability.numerics.items import GroupItem, SourcesItem, WeightsItem
+from transformer_stability.numerics.gpt2_runs import (
+    attention_table,
+    run_group,
+    sources_table,
+    weights_table,
+)
+from transformer_stability.numerics.items import (
+    AttentionItem,
+    GroupItem,
+    SourcesItem,
+    WeightsItem,
+)
 from transformer_stability.numerics.spec import GPT2Spec
 
 
@@ -45,3 +55,9 @@ def sources_rows(item: SourcesItem, device: torch.device) -> pd.DataFrame:
 def weights_rows(item: WeightsItem, device: torch.device) -> pd.DataFrame:
     """ω_OV, ω_UD, ω_KQ per block of one model (computed on the CPU: a few norms)."""
     return weights_table(gpt2_model(item.spec, item.model_seed), item.spec)
+
+
+def attention_rows(item: AttentionItem, device: torch.device) -> pd.DataFrame:
+    """The sink statistics of one model's attention rows on its input."""
+    model = gpt2_model(item.spec, item.model_seed)
+    return attention_table(model, item.spec, item.inputs, item.seed, device)

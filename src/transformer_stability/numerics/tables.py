@@ -29,10 +29,19 @@ def _bound(description: str, nullable: bool = False) -> Any:
     return pa.Field(ge=0, nullable=nullable, metadata=INF, description=description)
 
 
+WEIGHTS = ("random", "pretrained", "trained")
+
+
+def _weights() -> Any:
+    return pa.Field(
+        isin=WEIGHTS, description="random, pretrained, or trained by the pipeline (training.py)"
+    )
+
+
 class Run(Table):
     """The columns that name one GPT-2 run at one residual add."""
 
-    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    weights: Series[str] = _weights()
     model: Series[str] = pa.Field(description="the model's name")
     precision: Series[str] = pa.Field(description="the test format: fp32, bf16, fp16 or m<bits>")
     alpha: Series[float] = pa.Field(gt=0, description="the residual branches' scale alpha")
@@ -78,7 +87,7 @@ class Gpt2Recursion(Run):
 class RecursionSources(Table):
     """The recursion per rounding source: one operation type rounded, all else float64."""
 
-    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    weights: Series[str] = _weights()
     model: Series[str] = pa.Field(description="the model's name")
     mantissa_bits: Series[int] = pa.Field(ge=1, description="the bits the source rounds to")
     source: Series[str] = pa.Field(
@@ -102,7 +111,7 @@ class RecursionSources(Table):
 class Gpt2Weights(Table):
     """Weight magnitudes per block (alpha = 1, float32 weights)."""
 
-    weights: Series[str] = pa.Field(isin=("random", "pretrained"), description="the weights")
+    weights: Series[str] = _weights()
     model: Series[str] = pa.Field(description="the model's name")
     block: Series[int] = pa.Field(ge=0, description="the block")
     quantity: Series[str] = pa.Field(
@@ -112,6 +121,43 @@ class Gpt2Weights(Table):
 
     class Config:
         metadata = {"path": "numerics/gpt2_weights.csv", "rule": "gather"}
+
+
+class AttentionSinks(Table):
+    """Sink statistics of every head's attention rows (queries in the second half of each
+    sequence; float32, alpha = 1, on the model's input): quantiles and mean over the rows."""
+
+    weights: Series[str] = _weights()
+    model: Series[str] = pa.Field(description="the model's name")
+    block: Series[int] = pa.Field(ge=0, description="the block")
+    head: Series[int] = pa.Field(ge=0, description="the head")
+    statistic: Series[str] = pa.Field(
+        isin=("p_max", "first_token"),
+        description="p_max: a row's largest weight; first_token: its weight on the first token",
+    )
+    p01: Series[float] = pa.Field(ge=0, le=1, description="the 1% quantile over the rows")
+    p25: Series[float] = pa.Field(ge=0, le=1, description="the 25% quantile")
+    p50: Series[float] = pa.Field(ge=0, le=1, description="the median")
+    p75: Series[float] = pa.Field(ge=0, le=1, description="the 75% quantile")
+    p99: Series[float] = pa.Field(ge=0, le=1, description="the 99% quantile")
+    mean: Series[float] = pa.Field(ge=0, le=1, description="the mean over the rows")
+
+    class Config:
+        metadata = {"path": "numerics/attention_sinks.csv", "rule": "gather"}
+
+
+class Gpt2Training(Table):
+    """The trained models' loss curves: mean cross-entropy (nats per token) of the training
+    batches since the last line, and of fixed held-out windows."""
+
+    weights: Series[str] = _weights()  # trained: one value (pandera refuses a one-value isin)
+    model: Series[str] = pa.Field(description="the model's name")
+    step: Series[int] = pa.Field(ge=1, description="the optimizer step")
+    split: Series[str] = pa.Field(isin=("train", "heldout"), description="the text")
+    loss: Series[float] = pa.Field(gt=0, description="the cross-entropy, nats per token")
+
+    class Config:
+        metadata = {"path": "numerics/gpt2_training.csv", "rule": "numerics_train"}
 
 
 class Norms(Table):
@@ -194,4 +240,14 @@ class Lipschitz(Table):
         return len(lipschitz["seq_lens"]) * lipschitz["draws"] * 2  # inf, frobenius
 
 
-TABLES = (Gpt2Errors, Gpt2Recursion, RecursionSources, Gpt2Weights, Norms, Softmax, Lipschitz)
+TABLES = (
+    Gpt2Errors,
+    Gpt2Recursion,
+    RecursionSources,
+    Gpt2Weights,
+    AttentionSinks,
+    Gpt2Training,
+    Norms,
+    Softmax,
+    Lipschitz,
+)

@@ -1,0 +1,171 @@
+"""Study C constructions: every explicit construction counts exactly on the whole grid, with
+norms above the theory's lower bound, and the grid check catches a broken one."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_stability.counting.constructions import (
+    axis_frame,
+    construct,
+    grid_errors,
+    line_directions,
+    mean_zero_frame,
+)
+from transformer_stability.counting.grid import torch_grid
+from transformer_stability.counting.model import ModelSpec, grid_forward, grid_representation
+from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.theory import lower_bound, prenorm_max_length
+
+
+@pytest.mark.slow  # the construction's properties at L = 40 are a fast test below
+def test_linear_attention_construction_is_exact_at_4096():
+    spec = ModelSpec("none", "regression", 8, 4096, attention="linear")
+    found = construct(spec)
+    worst, exact = grid_errors(found, chunk=1 << 21)
+    assert exact and worst <= 1e-9
+    assert found.max_norm == pytest.approx(math.sqrt(2), rel=1e-6)  # d = 8: exactly sqrt 2
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("length", [5, 24])
+def test_every_construction_counts_exactly_on_the_full_grid(placement, readout, length):
+    spec = ModelSpec(placement, readout, 8, length)
+    found = construct(spec)
+    assert found is not None
+    c, m = torch_grid(length)
+    out = grid_forward(spec, found.params, c, m)[0]
+    predicted = out.round() if readout == "regression" else out.argmax(-1).to(out.dtype)
+    assert torch.equal(predicted, c.to(out.dtype))
+    assert grid_errors(found)[1]
+    if readout == "classification":
+        assert found.max_norm == pytest.approx(1.0)  # bounded, even unit, norms
+    else:  # upper bound above the lower bound
+        assert found.max_norm >= lower_bound(placement, length, 8) * (1 - 1e-6)
+
+
+def test_a_broken_construction_is_caught_by_the_grid_check():
+    found = construct(ModelSpec("post_learned", "regression", 8, 16))
+    found.params.u.mul_(1.01)
+    assert not grid_errors(found)[1]
+
+
+def test_bare_prenorm_has_no_construction_past_its_wall():
+    wall = prenorm_max_length(2 * math.sqrt(8))
+    assert construct(ModelSpec("pre_bare", "regression", 8, wall + 1)) is None
+
+
+@pytest.mark.parametrize("d", [4, 8, 13])
+def test_frames_are_orthonormal_mean_zero_pairs(d):
+    """LayerNorm keeps mean-zero directions (up to sqrt d); the axis frame's g1 is the mean-zero
+    direction closest to e_1, so it reads e_1 with gain sqrt((d - 1) / d)."""
+    for frame in (mean_zero_frame(d), axis_frame(d)):
+        g = np.stack(frame)
+        np.testing.assert_allclose(g @ g.T, np.eye(2), atol=1e-12)
+        np.testing.assert_allclose(g.sum(1), 0.0, atol=1e-12)
+    g1 = axis_frame(d)[0]
+    assert g1[0] == pytest.approx(math.sqrt((d - 1) / d))
+    np.testing.assert_allclose(g1[1:], g1[1])
+    g1, g2 = mean_zero_frame(d)
+    assert not (np.abs(g1) * np.abs(g2)).any()  # disjoint supports
+
+
+def test_the_mean_zero_frame_needs_four_dimensions():
+    with pytest.raises(ValueError, match="d >= 4"):
+        mean_zero_frame(3)
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_grid_errors_equal_the_forward_pass_in_any_chunking(readout):
+    spec = ModelSpec("pre_learned", readout, 8, 12)
+    found = construct(spec)
+    c, m = torch_grid(12)
+    out = grid_forward(spec, found.params, c, m)[0]
+    if readout == "regression":
+        expected = float((out - c).abs().max())
+    else:
+        found.params.head_w[0, [3, 4]] = found.params.head_w[0, [4, 3]]  # counts 3, 4 swapped
+        expected = 1.0
+    for chunk in (7, 50, 1 << 18):
+        worst, exact = grid_errors(found, chunk=chunk)
+        assert worst == pytest.approx(expected, rel=1e-12)
+        assert exact == (readout == "regression")
+
+
+@pytest.mark.parametrize(("d", "norm"), [(8, math.sqrt(2)), (16, None)])
+def test_linear_attention_construction_balances_its_bias_and_ignores_m(d, norm):
+    """Smallest B with |b0| <= B: e_Q and u have norm B, |b0| = B, e_b = 0; the output is c
+    exactly, whatever m."""
+    found = construct(ModelSpec("none", "regression", d, 40, attention="linear"))
+    p = found.params
+    bound = found.max_norm
+    for vector in (p.e_q, p.u):
+        assert float(vector.norm()) == pytest.approx(bound, rel=1e-9)
+    assert float(p.b0.abs()) == pytest.approx(bound, rel=1e-9)
+    assert float(p.e_a.norm()) <= bound and not p.e_b.any()
+    c, m = torch_grid(40)
+    out = grid_forward(found.spec, p, c, m)[0]
+    torch.testing.assert_close(out, c.to(out.dtype), rtol=0, atol=1e-9)
+    if norm is not None:
+        assert bound == pytest.approx(norm, rel=1e-9)
+
+
+def test_linear_attention_is_built_for_the_no_norm_placement_only():
+    with pytest.raises(ValueError, match="placement 'none'"):
+        construct(ModelSpec("post_bare", "regression", 8, 8, attention="linear"))
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_b_tokens_point_away_from_the_query(placement):
+    """e_b = -e_Q direction in every regression construction (b tokens score lowest; post-norm:
+    the output line does not depend on m); without a norm e_b is grown up to the largest norm,
+    which only shrinks the b tokens' weight."""
+    found = construct(ModelSpec(placement, "regression", 8, 12))
+    e_q, e_b = found.params.e_q[0], found.params.e_b[0]
+    cosine = float(e_q @ e_b / (e_q.norm() * e_b.norm()))
+    assert cosine == pytest.approx(-1.0, abs=1e-12)
+    if placement == "none":
+        assert float(e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
+    else:
+        torch.testing.assert_close(e_b, -e_q, rtol=0, atol=1e-15)
+
+
+def test_line_directions_are_unit_vectors_along_the_line():
+    directions = line_directions(5, 1.5, 2.0)
+    points = np.c_[np.arange(6) - 1.5, np.full(6, 2.0)]
+    np.testing.assert_allclose(directions * np.hypot(*points.T)[:, None], points)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_every_regression_construction_keeps_its_margin(placement):
+    """The read-out LPs are solved on exact constraints with the band 1/2 - margin: the whole
+    grid stays within it, not only within the rounding threshold."""
+    found = construct(ModelSpec(placement, "regression", 8, 12), margin=0.02)
+    assert grid_errors(found)[0] <= 0.48 + 1e-9
+
+
+@pytest.mark.parametrize("length", [5, 12])
+def test_no_norm_construction_pays_sqrt_2_over_the_bound(length):
+    """With u orthogonal to e_Q the gain is D = |u| |e_a| = B^2 where the bound allows
+    D <= 2 B^2; at margin 0 the construction is exactly sqrt 2 above the lower bound."""
+    found = construct(ModelSpec("none", "regression", 8, length), margin=0.0)
+    assert found.max_norm == pytest.approx(math.sqrt(2) * lower_bound("none", length, 8), rel=1e-6)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_classification_heads_have_one_unit_row_per_count(placement):
+    """L + 1 rows, the largest (with its bias) of norm 1; without pre-norm row k is the unit
+    direction of the output at (k, 0), with no bias (the nearest-direction head)."""
+    spec = ModelSpec(placement, "classification", 8, 9)
+    p = construct(spec).params
+    rows = torch.cat([p.head_w[0], p.head_b[0][:, None]], 1)
+    assert rows.shape == (10, 9)
+    assert float(rows.norm(dim=1).max()) == pytest.approx(1.0)
+    if not spec.pre:
+        c = torch.arange(10)
+        rep = grid_representation(spec, p, c, torch.zeros_like(c))[0]
+        torch.testing.assert_close(p.head_w[0], rep / rep.norm(dim=1, keepdim=True))
+        assert not p.head_b.any()
