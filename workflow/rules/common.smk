@@ -43,7 +43,7 @@ def preflight():
 
 def chunks(sweep, items):
     """The sweep's items by chunk name, as many chunks as `scattergather` (or the profile's
-    `set-scatter`) gives the sweep, at most one per item, balanced by the items' arithmetic."""
+    `set-scatter`) gives the sweep, at most one per item, of about equal arithmetic."""
     count = len(getattr(scatter, sweep.rule)("{scatteritem}"))
     cost = (lambda item: sweep.work(item).flop) if sweep.work else None
     return chunk_items(items, count, cost)
