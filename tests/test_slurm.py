@@ -33,6 +33,10 @@ TARGETS = [
 SUBMITTED = {  # rule -> partition it must be submitted to, and whether it asks for a GPU
     "apjn_theory_curves": ("cpu", False),
     "numerics_gpt2": ("gpu", True),
+    # the tiny preset's trained model, which the GPT-2 runs read: its text and tokenizer, then
+    # its training, both CPU jobs
+    "numerics_tokenizer": ("cpu", False),
+    "numerics_train": ("cpu", False),
 }
 LOCAL = {"figure", "gather"}
 TABLES = [
