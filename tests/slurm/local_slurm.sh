@@ -61,7 +61,8 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 write_config() {
     local dir=$1 host cpus mem_mb
     host=$(hostname -s)
-    cpus=$(nproc)
+    # the machine's processors: nproc alone honours OMP_NUM_THREADS, which the tests set to 1
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
     mem_mb=$(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo)
     mkdir -p "$dir"/{ctld,spool,log}
     cat >"$dir/slurm.conf" <<EOF
@@ -95,7 +96,7 @@ JobCompType=jobcomp/none
 MinJobAge=3600
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:2 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$mem_mb Gres=gpu:2 State=UNKNOWN
 EOF
     local default=YES partition
     for partition in "${PARTITIONS[@]}"; do
