@@ -175,6 +175,7 @@ def test_classification_heads_have_one_unit_row_per_count(placement):
     p = construct(spec).params
     rows = torch.cat([p.head_w[0], p.head_b[0][:, None]], 1)
     assert rows.shape == (10, 9)
+    assert (p.gamma is None) == (p.beta is None) == (not spec.learned)  # norms' own parameters
     assert float(rows.norm(dim=1).max()) == pytest.approx(1.0)
     if not spec.pre:
         c = torch.arange(10)
@@ -211,3 +212,11 @@ def test_learned_prenorm_pays_at_least_two_to_the_three_quarters(length):
     found = construct(ModelSpec("pre_learned", "regression", 8, length), margin=0.0)
     ratio = found.max_norm / _bound("pre_learned", length, 8)
     assert 2**0.75 * (1 - 1e-9) <= ratio <= 2
+
+
+@pytest.mark.parametrize("d", [8, 64])
+def test_no_norm_b_tokens_grow_to_the_largest_norm_at_any_width(d):
+    """|e_b| equals the largest norm whichever vector sets it: e_a at d = 8, e_Q at d = 64 (its
+    score scale sqrt(tau log(1 / alpha)) grows with d); a longer e_b costs nothing."""
+    found = construct(ModelSpec("none", "regression", d, 5))
+    assert float(found.params.e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
