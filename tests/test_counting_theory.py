@@ -134,22 +134,62 @@ def test_bare_prenorm_bound_is_finite_up_to_its_wall_only():
     assert math.isinf(lower_bound("pre_bare", wall + 1, 8))
 
 
-def test_arc_readout_lp_meets_its_constraints_and_scales_with_the_gain_bound():
+_GEOMETRIES = [(0.4, 0.2 * 12**1.5), (2.0, 10.0)]  # (foot / L, distance) at L = 12: the line's
+# foot inside the counts (positive intercept) and past their end (a negative intercept binds)
+
+
+def _polygon(scale: float) -> np.ndarray:
+    angles = 2 * np.pi * np.arange(64) / 64
+    return np.c_[np.cos(angles), np.sin(angles)] / scale
+
+
+@pytest.mark.parametrize(("foot", "distance"), _GEOMETRIES)
+def test_arc_readout_lp_meets_its_constraints_and_scales_with_the_gain_bound(foot, distance):
     """The returned (r, U, b) fits every point within the band, U lies in the 64-gon of
     radius gain_scale r (tight), so is |b| when bounded; with a free bias r is 1/gain_scale."""
     length, half = 12, 0.45
-    directions = line_directions(length, 0.4 * length, 0.2 * length**1.5)
+    directions = line_directions(length, foot * length, distance)
     c = np.arange(length + 1)
-    angles = 2 * np.pi * np.arange(64) / 64
     for scale, bounded in [(1.0, False), (2.5, False), (1.0, True), (3.0, True)]:
         r, gain, bias = arc_readout_lp(directions, scale, bounded, half)
         assert np.abs(directions @ gain + bias - c).max() <= half + 1e-7
-        support = (np.c_[np.cos(angles), np.sin(angles)] @ gain).max() / scale
+        support = (_polygon(scale) @ gain).max()
         assert r == pytest.approx(max(support, abs(bias) if bounded else 0.0), rel=1e-6)
         assert support >= np.linalg.norm(gain) * math.cos(math.pi / 64) / scale
     free = [arc_readout_lp(directions, s, False, half)[0] for s in (1.0, 2.5)]
     assert free[0] == pytest.approx(2.5 * free[1], rel=1e-6)
     assert arc_readout_lp(directions, 1.0, True, half)[0] >= free[0]  # a bounded bias costs
+
+
+def _arc_feasible(directions: np.ndarray, scale: float, bounded: bool, radius: float) -> bool:
+    """Whether some (U, b) fits the band 0.45 with U in the 64-gon of radius scale * radius
+    (and |b| <= radius): the read-out LP's constraints at a fixed radius, no objective."""
+    c = np.arange(len(directions), dtype=float)
+    band = np.c_[directions, np.ones(len(c))]
+    rows = np.vstack([band, -band, np.c_[_polygon(1.0), np.zeros(64)]])
+    rhs = np.r_[c + 0.45, 0.45 - c, np.full(64, scale * radius)]
+    bias = (-radius, radius) if bounded else (None, None)
+    bounds = [(None, None), (None, None), bias]
+    return scipy.optimize.linprog(np.zeros(3), A_ub=rows, b_ub=rhs, bounds=bounds).status == 0
+
+
+@pytest.mark.parametrize(("foot", "distance"), _GEOMETRIES)
+def test_arc_readout_lp_returns_the_smallest_feasible_radius(foot, distance):
+    """Slightly below the returned r no read-out fits, slightly above one does (free bias with
+    a wide gain bound: r < 1)."""
+    directions = line_directions(12, foot * 12, distance)
+    for scale, bounded in [(1.0, True), (3.0, True), (1.0, False), (40.0, False)]:
+        r = arc_readout_lp(directions, scale, bounded, 0.45)[0]
+        assert not _arc_feasible(directions, scale, bounded, r * (1 - 1e-5))
+        assert _arc_feasible(directions, scale, bounded, r * (1 + 1e-5))
+
+
+def test_arc_directions_are_perpendicular_at_the_foot():
+    """The foot is the line's point closest to the origin: its direction is (0, 1), and counts
+    on either side of it lean to either side."""
+    directions = line_directions(6, 2.0, 3.0)
+    np.testing.assert_allclose(directions[2], [0.0, 1.0])
+    assert directions[0, 0] < 0 < directions[3, 0]
 
 
 def test_arc_readout_lp_is_infeasible_when_every_count_shares_one_direction():
