@@ -19,7 +19,13 @@ from transformer_stability.counting.constructions import (
 from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.model import ModelSpec, grid_forward, grid_representation
 from transformer_stability.counting.names import PLACEMENTS
-from transformer_stability.counting.theory import gain_for_alpha, lower_bound, prenorm_max_length
+from transformer_stability.counting.theory import (
+    HALF,
+    error_exponent,
+    gain_for_alpha,
+    lower_bound,
+    prenorm_max_length,
+)
 
 _bound = functools.cache(lower_bound)
 
@@ -108,7 +114,7 @@ def test_grid_errors_equal_the_forward_pass_in_any_chunking(readout):
         assert exact == (readout == "regression")
 
 
-@pytest.mark.parametrize(("d", "norm"), [(8, math.sqrt(2)), (16, None)])
+@pytest.mark.parametrize(("d", "norm"), [(8, math.sqrt(2)), (16, None), (256, None)])
 def test_linear_attention_construction_balances_its_bias_and_ignores_m(d, norm):
     """Smallest B with |b0| <= B: e_Q and u have norm B, |b0| = B, e_b = 0; the output is c
     exactly, whatever m."""
@@ -184,13 +190,14 @@ def test_classification_heads_have_one_unit_row_per_count(placement):
         assert not p.head_b.any()
 
 
-@pytest.mark.parametrize("length", [2, 3, 12])
+@pytest.mark.parametrize("length", [2, 3, 12, prenorm_max_length(2 * math.sqrt(8))])
 def test_bare_prenorm_construction_is_the_best_of_its_family(length):
     """Unit e_Q, e_a, e_b; N(e_a) at angle theta to N(e_Q) sets the score ratio alpha =
     exp(d (cos theta - 1) / tau) and reads the gain D = |u| sqrt(d) sin theta, so the family
     costs max(1, D(alpha) / (sqrt(d) sin theta)) with D the m = 0 band's gain (the b tokens do
     not bind at d = 8). At margin 0 the construction is no worse than any member on a grid of
-    cos theta, and, as D >= D_min and sin theta <= 1, at least twice the lower bound."""
+    cos theta (up to the wall, where alpha -> e^{-S}), and, as D >= D_min and sin theta <= 1,
+    at least twice the lower bound."""
     d = 8
     found = construct(ModelSpec("pre_bare", "regression", d, length), margin=0.0)
     cosines = np.linspace(-1, 1, 201)[1:-1]
@@ -220,3 +227,11 @@ def test_no_norm_b_tokens_grow_to_the_largest_norm_at_any_width(d):
     score scale sqrt(tau log(1 / alpha)) grows with d); a longer e_b costs nothing."""
     found = construct(ModelSpec("none", "regression", d, 5))
     assert float(found.params.e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
+
+
+def test_bare_postnorm_pays_only_for_its_narrower_band():
+    """The geometry comes from the optimal arc at the band 1/2 - margin - 0.01 and B grows as
+    (band)^(-1/2): at L = 16 (default margin 0.02) the construction is within that factor of
+    the lower bound (band 1/2)."""
+    ratio = _built("post_bare").max_norm / _bound("post_bare", 16, 8)
+    assert 1 <= ratio <= (HALF / (HALF - 0.03)) ** error_exponent("post_bare")
