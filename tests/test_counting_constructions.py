@@ -235,3 +235,21 @@ def test_bare_postnorm_pays_only_for_its_narrower_band():
     the lower bound (band 1/2)."""
     ratio = _built("post_bare").max_norm / _bound("post_bare", 16, 8)
     assert 1 <= ratio <= (HALF / (HALF - 0.03)) ** error_exponent("post_bare")
+
+
+@pytest.mark.parametrize("length", [2, 5, 16])
+def test_learned_prenorm_construction_is_the_best_of_its_family(length):
+    """Score gain gamma_s on g1's support (alpha = exp(-d gamma_s^2 / tau)), value gain gamma_v
+    on g2's: |gamma|^2 = 2 gamma_s^2 + 2 gamma_v^2 and |u| = D / (sqrt(d) gamma_v). For a fixed
+    alpha the best gamma_v makes the two equal (a quadratic in gamma_v^2); at margin 0 the
+    construction is no worse than that family's best over a grid of alpha (b tokens, weight
+    alpha^2, do not bind at d = 8)."""
+    d = 8
+    found = construct(ModelSpec("pre_learned", "regression", d, length), margin=0.0)
+    family = []
+    for log_alpha in np.linspace(math.log(0.02 / length**2), -1e-3, 150):
+        gain = gain_for_alpha(math.exp(log_alpha), length)
+        score = -math.sqrt(d) * log_alpha / d  # gamma_s^2
+        value = (math.sqrt(score**2 + 2 * gain**2 / d) - score) / 2  # gamma_v^2
+        family.append(max(gain / math.sqrt(d * value), 1.0))
+    assert found.max_norm <= min(family) * (1 + 1e-9)
