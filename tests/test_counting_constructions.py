@@ -253,3 +253,12 @@ def test_learned_prenorm_construction_is_the_best_of_its_family(length):
         value = (math.sqrt(score**2 + 2 * gain**2 / d) - score) / 2  # gamma_v^2
         family.append(max(gain / math.sqrt(d * value), 1.0))
     assert found.max_norm <= min(family) * (1 + 1e-9)
+
+
+def test_learned_postnorm_splits_its_bias_evenly():
+    """The read-out bias is b0 + <u, beta> with u = sqrt(k) e_1: any split gives the same
+    output; the even split without cancellation (b0 and <u, beta> of one sign) keeps the larger
+    of |b0| and |beta| smallest."""
+    p = _built("post_learned").params
+    assert float(p.b0.abs()) == pytest.approx(float(p.beta.norm()), rel=1e-12)
+    assert float(p.b0.flatten()[0]) * float(p.beta[0, 0]) >= 0
