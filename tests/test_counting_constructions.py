@@ -27,29 +27,11 @@ from transformer_stability.counting.theory import (
 )
 
 
-@pytest.fixture(scope="module")
-def shared() -> dict:
-    """Constructions and bounds reused by this module's tests (the post-norm geometry search
-    dominates their time). A fixture, not a module-level cache: a worker forked by mutation
-    testing rebuilds them under its mutant instead of inheriting the parent's."""
-    return {}
-
-
-def _built(
-    shared: dict, placement: str, readout: str = "regression", length: int = 16
-) -> Construction:
-    """The default-margin construction at d = 8, built once per test module run."""
-    spec = ModelSpec(placement, readout, 8, length)
-    if spec not in shared:
-        shared[spec] = construct(spec)
-    return shared[spec]
-
-
-def _bound(shared: dict, placement: str, length: int, d: int) -> float:
-    key = (placement, length, d)
-    if key not in shared:
-        shared[key] = lower_bound(placement, length, d)
-    return shared[key]
+def _built(placement: str, readout: str = "regression", length: int = 16) -> Construction:
+    """The default-margin construction at d = 8. Built afresh in every test, never cached
+    across tests: mutmut runs, for each mutant, only the tests that called the mutated
+    function while it collected its stats, and a cache hit would hide those calls."""
+    return construct(ModelSpec(placement, readout, 8, length))
 
 
 @pytest.mark.slow  # the construction's properties at L = 40 are a fast test below
@@ -64,8 +46,8 @@ def test_linear_attention_construction_is_exact_at_4096():
 @pytest.mark.parametrize("readout", ["regression", "classification"])
 @pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("length", [5, 16])
-def test_every_construction_counts_exactly_on_the_full_grid(placement, readout, length, shared):
-    found = _built(shared, placement, readout, length)
+def test_every_construction_counts_exactly_on_the_full_grid(placement, readout, length):
+    found = _built(placement, readout, length)
     assert found is not None
     c, m = torch_grid(length)
     out = grid_forward(found.spec, found.params, c, m)[0]
@@ -75,11 +57,11 @@ def test_every_construction_counts_exactly_on_the_full_grid(placement, readout, 
     if readout == "classification":
         assert found.max_norm == pytest.approx(1.0)  # bounded, even unit, norms
     else:  # upper bound above the lower bound
-        assert found.max_norm >= _bound(shared, placement, length, 8) * (1 - 1e-6)
+        assert found.max_norm >= lower_bound(placement, length, 8) * (1 - 1e-6)
 
 
-def test_a_broken_construction_is_caught_by_the_grid_check(shared):
-    original = _built(shared, "post_learned")
+def test_a_broken_construction_is_caught_by_the_grid_check():
+    original = _built("post_learned")
     found = Construction(original.spec, original.params.map(torch.clone))
     found.params.u.mul_(1.01)
     assert not grid_errors(found)[1]
@@ -151,11 +133,11 @@ def test_linear_attention_is_built_for_the_no_norm_placement_only():
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
-def test_b_tokens_point_away_from_the_query(placement, shared):
+def test_b_tokens_point_away_from_the_query(placement):
     """e_b = -e_Q direction in every regression construction (b tokens score lowest; post-norm:
     the output line does not depend on m); without a norm e_b is grown up to the largest norm,
     which only shrinks the b tokens' weight."""
-    found = _built(shared, placement)
+    found = _built(placement)
     e_q, e_b = found.params.e_q[0], found.params.e_b[0]
     cosine = float(e_q @ e_b / (e_q.norm() * e_b.norm()))
     assert cosine == pytest.approx(-1.0, abs=1e-12)
@@ -172,10 +154,10 @@ def test_line_directions_are_unit_vectors_along_the_line():
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
-def test_every_regression_construction_keeps_its_margin(placement, shared):
+def test_every_regression_construction_keeps_its_margin(placement):
     """The read-out LPs are solved on exact constraints with the band 1/2 - margin: the whole
     grid stays within it, not only within the rounding threshold."""
-    assert grid_errors(_built(shared, placement))[0] <= 0.48 + 1e-9  # default margin 0.02
+    assert grid_errors(_built(placement))[0] <= 0.48 + 1e-9  # default margin 0.02
 
 
 @pytest.mark.parametrize("length", [5, 12])
@@ -204,7 +186,7 @@ def test_classification_heads_have_one_unit_row_per_count(placement):
 
 
 @pytest.mark.parametrize("length", [2, 3, 12, prenorm_max_length(2 * math.sqrt(8))])
-def test_bare_prenorm_construction_is_the_best_of_its_family(length, shared):
+def test_bare_prenorm_construction_is_the_best_of_its_family(length):
     """Unit e_Q, e_a, e_b; N(e_a) at angle theta to N(e_Q) sets the score ratio alpha =
     exp(d (cos theta - 1) / tau) and reads the gain D = |u| sqrt(d) sin theta, so the family
     costs max(1, D(alpha) / (sqrt(d) sin theta)) with D the m = 0 band's gain (the b tokens do
@@ -220,17 +202,17 @@ def test_bare_prenorm_construction_is_the_best_of_its_family(length, shared):
         for cos in cosines
     ]
     assert found.max_norm <= max(min(family), 1.0) * (1 + 1e-9)
-    assert found.max_norm >= 2 * _bound(shared, "pre_bare", length, d) * (1 - 1e-9)
+    assert found.max_norm >= 2 * lower_bound("pre_bare", length, d) * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("length", [5, 16])
-def test_learned_prenorm_pays_at_least_two_to_the_three_quarters(length, shared):
+def test_learned_prenorm_pays_at_least_two_to_the_three_quarters(length):
     """The gain D = |u| sqrt(d) gamma_v with |gamma| >= sqrt(2) gamma_v (g2 has two entries):
     B >= max(sqrt(2) gamma_v, D / (sqrt(d) gamma_v)) >= (sqrt(2) D / sqrt(d))^{1/2}, and the
     bound is (D_min / (2 sqrt(d)))^{1/2}: the construction (margin 0) is at least 2^{3/4} above
     it, and within 2x of it (the score gain gamma_s adds little)."""
     found = construct(ModelSpec("pre_learned", "regression", 8, length), margin=0.0)
-    ratio = found.max_norm / _bound(shared, "pre_learned", length, 8)
+    ratio = found.max_norm / lower_bound("pre_learned", length, 8)
     assert 2**0.75 * (1 - 1e-9) <= ratio <= 2
 
 
@@ -242,11 +224,11 @@ def test_no_norm_b_tokens_grow_to_the_largest_norm_at_any_width(d):
     assert float(found.params.e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
 
 
-def test_bare_postnorm_pays_only_for_its_narrower_band(shared):
+def test_bare_postnorm_pays_only_for_its_narrower_band():
     """The geometry comes from the optimal arc at the band 1/2 - margin - 0.01 and B grows as
     (band)^(-1/2): at L = 16 (default margin 0.02) the construction is within that factor of
     the lower bound (band 1/2)."""
-    ratio = _built(shared, "post_bare").max_norm / _bound(shared, "post_bare", 16, 8)
+    ratio = _built("post_bare").max_norm / lower_bound("post_bare", 16, 8)
     assert 1 <= ratio <= (HALF / (HALF - 0.03)) ** error_exponent("post_bare")
 
 
@@ -268,10 +250,10 @@ def test_learned_prenorm_construction_is_the_best_of_its_family(length):
     assert found.max_norm <= min(family) * (1 + 1e-9)
 
 
-def test_learned_postnorm_splits_its_bias_evenly(shared):
+def test_learned_postnorm_splits_its_bias_evenly():
     """The read-out bias is b0 + <u, beta> with u = sqrt(k) e_1: any split gives the same
     output; the even split without cancellation (b0 and <u, beta> of one sign) keeps the larger
     of |b0| and |beta| smallest."""
-    p = _built(shared, "post_learned").params
+    p = _built("post_learned").params
     assert float(p.b0.abs()) == pytest.approx(float(p.beta.norm()), rel=1e-12)
     assert float(p.b0.flatten()[0]) * float(p.beta[0, 0]) >= 0
