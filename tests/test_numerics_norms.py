@@ -150,3 +150,18 @@ def test_layer_norm_error_bound_in_closed_form(bits, d):
         torch.testing.assert_close(
             norms.layer_norm_error_bound(x, bits), torch.full_like(x, want), rtol=1e-12, atol=0
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_jacobians_and_conditions_keep_the_inputs_dtype_and_device(dtype):
+    """The identity and the ones they build follow the input (the meta device checks it without
+    computing: a tensor made on the CPU would not mix with it)."""
+    x = torch.empty(2, 5, dtype=dtype, device="meta")
+    for f in (
+        norms.layer_norm_jacobian,
+        norms.rms_norm_jacobian,
+        norms.layer_norm_condition,
+        norms.rms_norm_condition,
+    ):
+        out = f(x)
+        assert (out.dtype, out.device.type, out.shape[0]) == (dtype, "meta", 2), f.__name__
