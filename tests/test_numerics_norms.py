@@ -165,3 +165,11 @@ def test_jacobians_and_conditions_keep_the_inputs_dtype_and_device(dtype):
     ):
         out = f(x)
         assert (out.dtype, out.device.type, out.shape[0]) == (dtype, "meta", 2), f.__name__
+
+
+def test_outlier_inputs_are_float64_normals_with_the_outlier_added():
+    """At 52 bits the rounding keeps float64's draws, finer than float32's; the outlier
+    coordinate is M + z_0, spread like the others."""
+    x = norms.outlier_inputs(8, 10.0, samples=400, bits=52, seed=4)
+    assert (x.float().double() != x).float().mean() > 0.9
+    assert (x[:, 0] - 10.0).std().item() == pytest.approx(1.0, abs=0.15)
