@@ -1,6 +1,6 @@
 """Study N attention Lipschitz constants: the exact ∞-norm row sums against the full Jacobian,
 the bounds never below the exact norms and in closed form on hand-made weights, the worst-case
-ascent inside the ball, and the random weights' scale."""
+ascent inside the ball and step by step, and the random weights' scale and seed."""
 
 import math
 

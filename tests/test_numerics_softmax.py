@@ -1,5 +1,8 @@
 """Study N softmax helpers on batches and in closed form: shapes that reach the tables (one value
-per row), and the perturbation gain of a two-entry row, where softmax is a sigmoid."""
+per row), the perturbation gain of a two-entry row, where softmax is a sigmoid, and the error
+bound written out by hand on rows where every term is known (equal logits, a two-entry sink),
+with the edges where it gives up. The bound's slack hides its second-order terms from any
+comparison with measured errors; only these closed forms pin them."""
 
 import math
 
@@ -125,12 +128,12 @@ def _two_entry_bound(w: tuple[float, float], fmt: Format) -> list[float]:
     mean = p[0] * b[0] + p[1] * b[1]
     x = [p[i] * (1 + b[i]) for i in (0, 1)]
     total = min(u * (x[0] + x[1]), x[1] + inner * (x[0] + x[1])) / (1 - mean)
+    normalisation = p[0] * p[1] * (b[0] + b[1]) / (1 - mean)
     bounds = []
     for i, other in ((0, 1), (1, 0)):
         c = x[i] / ((1 - mean) * (1 - total))
         one_minus_c = x[other] / (p[i] * (1 - b[i])) + total if b[i] < 1 else math.inf
         division = min(u * c, one_minus_c + inner * c) + eta
-        normalisation = p[0] * p[1] * (b[0] + b[1]) / (1 - mean)
         bounds.append(normalisation + c * total + division)
     return bounds
 
