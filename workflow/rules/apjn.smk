@@ -41,7 +41,7 @@ rule apjn_theory_depth:
 
 rule apjn_agreement:
     input:
-        curves="results/apjn/measured_curves.csv",
+        table="results/apjn/measured_curves.csv",
         sources=code("apjn_agreement.py"),
     output:
         table="results/apjn/agreement.csv",
