@@ -75,6 +75,23 @@ def test_each_initialization_is_its_own_item_with_its_own_seed(tiny):
     assert len({i.spec for i in items}) == 1 and len({i.id for i in items}) == 3
 
 
+def test_equiangular_heads_widen_only_the_equiangular_curves(tiny):
+    """measure.equiangular_heads sets the equiangular curves' heads at the model's head
+    dimension (so init_std vit_b keeps the mean-field constants); the image curves keep the
+    model's width, and null leaves every curve at it."""
+    apjn = tiny["apjn"]
+    model = apjn["model"]
+    head_dim = model["width"] // model["heads"]
+    wide = deep_merge(apjn, {"measure": {"equiangular_heads": 2 * model["heads"]}})
+    for item in curve_items(wide, 0):
+        spec = item.spec
+        heads = 2 * model["heads"] if item.input == "equiangular" else model["heads"]
+        assert (spec.heads, spec.width) == (heads, heads * head_dim)
+        assert spec.init_std == model["init_std"] and spec.depth == model["depth"]
+    plain = deep_merge(apjn, {"measure": {"equiangular_heads": None}})
+    assert {i.spec.width for i in curve_items(plain, 0)} == {model["width"]}
+
+
 def test_the_width_scan_keeps_the_head_dimension_and_redoes_the_configured_models(tiny):
     """Every scanned width keeps width / heads of apjn.model (and the init_std setting, hence
     the mean-field constants); at the configured width the scan's models are the curve sweep's

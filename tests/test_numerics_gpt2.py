@@ -288,7 +288,7 @@ def test_recursion_collapses_under_alpha_and_the_typical_estimate_sizes_the_firs
     assert (recursion.bound_rel >= recursion.measured_rel).all()
     first = recursion[recursion.checkpoint == 1]
     ratio = first.typical_rel_l2 / first.measured_rel_l2
-    assert ratio.between(1, 30).all(), ratio  # each format's own u, every rounding counted
+    assert ratio.between(0.3, 3).all(), ratio  # each format's own u, every rounding counted
     last = recursion[(recursion.checkpoint == 6) & (recursion.precision == "fp32")]
     amplification = last.set_index("alpha").amplification
     # residual-dominated: the per-step amplification does not depend on α
@@ -342,7 +342,7 @@ def test_text_inputs_are_windows_tokenized_by_the_model_s_own_tokenizer(tmp_path
 
 def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_term(tiny_model):
     """Every source rounded alone (m10, float64 elsewhere): its worst-case terms bound what it
-    does at every add, and its typical terms lie within 1-10x of it in the same (2-)norm; all
+    does at every add, and its typical terms lie within 3x of it in the same (2-)norm; all
     sources together err about as the sum of their parts (first order)."""
     table = sources_table(tiny_model, TINY, 1.0, 10, TokenInputs(16, 2, 2), 0, CPU)
     assert set(table.source) == {"all", *SOURCES}
@@ -351,7 +351,9 @@ def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_t
     assert (table.bound >= table.measured).all() and (table.bound_rel >= table.measured_rel).all()
     table = table[table.measured > 0]
     ratio = table.typical_rel_l2 / table.measured_rel_l2
-    assert ratio.between(1, 10).all(), table.assign(ratio=ratio)[["source", "checkpoint", "ratio"]]
+    assert ratio.between(1 / 3, 3).all(), table.assign(ratio=ratio)[
+        ["source", "checkpoint", "ratio"]
+    ]
     wide = table.pivot_table(index="checkpoint", columns="source", values="measured_rel_l2")
     parts = wide[list(SOURCES)].pow(2).sum(axis=1).pow(0.5)  # independent errors: in quadrature
     assert (wide["all"] / parts).between(0.5, 2).all()

@@ -18,6 +18,7 @@ from transformer_stability.numerics.recursion import (
     mlp_local,
     recursion_table,
     typical_fresh,
+    typical_step,
 )
 from transformer_stability.numerics.rounding import Precision, SourceRounding
 
@@ -298,8 +299,23 @@ def _steps() -> pd.DataFrame:
             "measured": [2e-3, 1e-3],
             "measured_rel": [3e-3, 4e-3],
             "measured_rel_l2": [5e-3, 6e-3],
+            "typical_rel_l2": [7e-3, 8e-3],
         }
     )
+
+
+def _typical(c: BlockConstants, source, tokens: dict[str, list]) -> list:
+    """The typical estimate relative to the stream after each add of `_steps()` (attention,
+    then MLP), for per-add token statistics `tokens` {name: [first add, second add]}."""
+    eps, error, out = Roundoffs.of(source), 0.0, []
+    for k, kind in enumerate(("attn", "mlp")):
+        token = {name: values[k] for name, values in tokens.items()}
+        error = typical_step(error, c, kind, eps, DIMS, token)
+        out.append(error / token["stream_l2"])
+    return out
+
+
+HAND = {"gain_l2": [0.3, 0.2], "stream_l2": [5.0, 10.0], "branch_l2": [2.0, 3.0]}
 
 
 DIMS = {"width": 2, "seq_len": 4, "act_lipschitz": 1.2}
@@ -316,14 +332,19 @@ def test_the_recursion_follows_its_terms_add_by_add():
     assert gelu.checkpoint.tolist() == [1, 2] and gelu.kind.tolist() == ["attn", "mlp"]
     gelu_term = 2.0 * (u + 8 * 2.0**-53) * (2.0 * 2.0 + 0.5)  # ‖W_proj‖∞ ε (‖W_fc‖∞R + |b_fc|)
     assert gelu.bound.tolist() == pytest.approx([0.0, gelu_term], rel=1e-12)
-    assert gelu.typical_rel_l2.tolist() == pytest.approx([0.0, 3 * u / math.sqrt(3) * 0.1])
+    assert _typical(c, SourceRounding("gelu", 10), HAND) == pytest.approx(
+        [0.0, 3 * u / math.sqrt(3) * 0.1]
+    )
     add = recursion_table(_steps(), [c], SourceRounding("add", 10), DIMS)
     first, second = u * 4.0, (1 + 0.25 * mlp) * u * 4.0 + u * 8
     assert add.bound.tolist() == pytest.approx([first, second])
     assert add.bound_rel.tolist() == pytest.approx([first * 0.25, second * 0.125])
     typical = [u * 5 / math.sqrt(3), u * 10 / math.sqrt(3)]
     both = math.sqrt((1 + 0.2**2) * typical[0] ** 2 + typical[1] ** 2)
-    assert add.typical_rel_l2.tolist() == pytest.approx([typical[0] * 0.2, both * 0.1])
+    assert _typical(c, SourceRounding("add", 10), HAND) == pytest.approx(
+        [typical[0] * 0.2, both * 0.1]
+    )
+    assert add.typical_rel_l2.tolist() == [8e-3, 7e-3]  # the run's, add by add
     assert add.amplification.tolist() == pytest.approx([0.5 * attention, 0.25 * mlp])
     assert add.amplification_l2.tolist() == [0.3, 0.2]
     assert add.unit_roundoff.tolist() == [u, u]
@@ -357,9 +378,25 @@ def test_all_sources_together_add_their_terms():
     stored = [eps.storage * size / math.sqrt(3) for size in (5.0, 10.0)]
     typical = math.sqrt(stored[0] ** 2 + 2.0**2 * squares[0])
     typical = [typical, math.sqrt((1 + 0.2**2) * typical**2 + stored[1] ** 2 + 9 * squares[1])]
-    assert table.typical_rel_l2.tolist() == pytest.approx(
-        [typical[0] * 0.2, typical[1] * 0.1], rel=1e-12
-    )
+    assert _typical(c, m10, HAND) == pytest.approx([typical[0] * 0.2, typical[1] * 0.1], rel=1e-12)
+
+
+def test_the_typical_estimate_runs_token_by_token():
+    """Each token's estimate depends on its own statistics only: two tokens run together equal
+    each run alone, and the largest over tokens is below what maxima over tokens give, which
+    pair one token's branch with another's stream."""
+    c = BlockConstants.of(_hand_block())
+    other = {"gain_l2": [0.1, 0.05], "stream_l2": [50.0, 80.0], "branch_l2": [20.0, 40.0]}
+    pairs = {name: [[HAND[name][k], other[name][k]] for k in (0, 1)] for name in HAND}
+    both = {name: [torch.tensor(v, dtype=torch.float64) for v in pairs[name]] for name in HAND}
+    m10 = Precision.parse("m10")
+    together = _typical(c, m10, both)
+    for token, alone in enumerate((_typical(c, m10, HAND), _typical(c, m10, other))):
+        assert [float(t[token]) for t in together] == pytest.approx(alone, rel=1e-12)
+    maxima = {name: [max(HAND[name][k], other[name][k]) for k in (0, 1)] for name in HAND}
+    smallest = min(HAND["stream_l2"][1], other["stream_l2"][1])
+    mixed = _typical(c, m10, maxima)[1] * maxima["stream_l2"][1] / smallest
+    assert float(together[1].max()) < mixed / 2
 
 
 def test_each_add_takes_the_constants_of_its_own_block():

@@ -69,7 +69,9 @@ def test_the_results_page_renders_every_claim_of_a_run(tiny_run, tmp_path):
     assert [row.split(" | ")[0][2:] for row in rows] == list(claims["claim"])
     assert [row.rstrip(" |").split(" | ")[-2] for row in rows] == list(claims["verdict"])
     assert re.search(r"\(commit \w+, \d{4}-\d\d-\d\d, .+ \(\d+ cores", text)
-    assert f"{len(claims)} claims: " in text
+    counts = claims["verdict"].value_counts()
+    tally = ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
+    assert f"{len(claims)} claims by verdict: {tally}." in text
     # every heavy rule's benchmark records, summed
     times = cpu_times(tiny_run.workdir / "results/benchmarks")
     assert set(times["folder"]) >= {"apjn/", "apjn_curves/", "numerics_gpt2/", "counting/"}

@@ -47,14 +47,14 @@ def _markdown_cell(value: object) -> str:
 def markdown_page(claims: pd.DataFrame, stamp: str) -> str:
     """docs/results.md: the claims of the reference run under the stamp that names it."""
     counts = claims["verdict"].value_counts()
-    tally = ", ".join(f"{counts[v]} {v}" for v in counts.index)
+    tally = ", ".join(f"{v} {counts[v]}" for v in counts.index)
     lines = [
         "# Claims of the reference run",
         "",
         f"Rendered from `results/` by `make results-page` ({stamp}). Do not edit: the numbers",
         "are the run's. docs/<study>.md explains each statistic and criterion.",
         "",
-        f"{len(claims)} claims: {tally}.",
+        f"{len(claims)} claims by verdict: {tally}.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + " --- |" * len(COLUMNS),

@@ -116,11 +116,12 @@ def chunk_items(
     if cost is None:
         members = [list(range(k, len(items), count)) for k in range(count)]
     else:
+        costs = [cost(item) for item in items]
         members, loads = [[] for _ in range(count)], [0.0] * count
-        for index in sorted(range(len(items)), key=lambda i: -cost(items[i])):
+        for index in sorted(range(len(items)), key=lambda i: -costs[i]):
             lightest = loads.index(min(loads))
             members[lightest].append(index)
-            loads[lightest] += cost(items[index])
+            loads[lightest] += costs[index]
     return {
         f"{k + 1}-of-{count}": tuple(items[i] for i in sorted(m)) for k, m in enumerate(members)
     }

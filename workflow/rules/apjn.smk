@@ -41,7 +41,7 @@ rule apjn_theory_depth:
 
 rule apjn_agreement:
     input:
-        curves="results/apjn/measured_curves.csv",
+        table="results/apjn/measured_curves.csv",
         sources=code("apjn_agreement.py"),
     output:
         table="results/apjn/agreement.csv",
@@ -98,7 +98,7 @@ rule apjn_finite_n_compare:
         table="results/apjn/finite_n.csv",
         sources=code("apjn_finite_n_compare.py"),
     output:
-        "results/apjn/finite_n_compare.csv",
+        table="results/apjn/finite_n_compare.csv",
     log:
         "results/logs/apjn/finite_n_compare.log",
     benchmark:
@@ -117,7 +117,7 @@ rule apjn_sensitivity_ratios:
         table="results/apjn/end_to_end.csv",
         sources=code("apjn_sensitivity_ratios.py"),
     output:
-        "results/apjn/sensitivity_ratios.csv",
+        table="results/apjn/sensitivity_ratios.csv",
     log:
         "results/logs/apjn/sensitivity_ratios.log",
     localrule: True

@@ -3,16 +3,11 @@ a bootstrap interval."""
 
 from transformer_stability.apjn.tables import WidthAgreement, WidthExcess, WidthSlopes
 from transformer_stability.apjn.width_fit import width_excess, width_slopes
-from transformer_stability.io import read_table, write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.settings import derived_settings
-from transformer_stability.tables import Provenance, columns_of
+from transformer_stability.derived import derived_job
 
-setup_logging(snakemake.log[0])
-settings = derived_settings(snakemake.params.settings, [snakemake.input.table])
-table = read_table(snakemake.input.table, WidthAgreement)
-provenance = table[columns_of(Provenance)].iloc[[0]].to_dict("records")[0]
-excess = width_excess(table).assign(**provenance)
-write_table(excess, snakemake.output.excess, WidthExcess, settings)
-slopes = width_slopes(table, settings["seed"]).assign(**provenance)
-write_table(slopes, snakemake.output.slopes, WidthSlopes, settings)
+
+def derive(table, settings):
+    return {"excess": width_excess(table), "slopes": width_slopes(table, settings["seed"])}
+
+
+derived_job(snakemake, WidthAgreement, derive, {"excess": WidthExcess, "slopes": WidthSlopes})

@@ -273,9 +273,19 @@ def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
     items = []
     for spec in variant_specs(apjn, base_spec(apjn)):
         for init in init_seeds(seed, apjn["measure"]["inits"]):
-            items.append(CurveItem(spec, "equiangular", 0, measure_settings(apjn, init)))
+            settings = measure_settings(apjn, init)
+            items.append(CurveItem(_equiangular_spec(apjn, spec), "equiangular", 0, settings))
             items.append(_image_curve(apjn, spec, init))
     return items
+
+
+def _equiangular_spec(apjn: dict[str, Any], spec: ViTSpec) -> ViTSpec:
+    """`spec` at measure.equiangular_heads heads of the same head dimension (the model's own
+    when null): the width of the A1 curves."""
+    heads = apjn["measure"]["equiangular_heads"]
+    if heads is None:
+        return spec
+    return spec.with_(width=heads * (spec.width // spec.heads), heads=heads)
 
 
 def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
@@ -486,6 +496,7 @@ SWEEPS = (
             *_CURVES,
             "apjn.variants",
             "apjn.measure.inits",
+            "apjn.measure.equiangular_heads",
             "apjn.images.compare_from_block",
         ),
     ),

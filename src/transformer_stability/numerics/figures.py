@@ -639,15 +639,15 @@ per rounding source. First two panels: each source alone (each matmul family, th
 LayerNorm, GELU, the residual add; black: all together), computed in float64 with only that
 operation's outputs rounded to {{ s["mantissa_bits"] }} mantissa bits (alpha = {{ s["alpha"] }},
 {{ s["sequences"] }} sequence(s) of {{ s["seq_len"] }} tokens): its typical-case estimate over
-the measured error, both max over tokens of the 2-norm error over the 2-norm of h_t (grey band:
-within 10x), and its worst-case bound over the measured error, both in the max-norm, at every
-add. Third panel: the typical estimate over the measured error for every test format and alpha
-(one colour per alpha). Right: the per-step amplification alpha omega_k Lip_k of the
-worst-case recursion e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s max abs(h_k) + l_k (a
-bound, first order in u), whose attention constant includes the score path through omega_KQ;
-Lip_k carries LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the stream is
-residual-dominated. How far the bound lies above the measured error at the first add (its
-vacuity) and how close the typical estimate comes: claim N.6 in results/claims.csv. Data:
+the measured error, both max over tokens of the 2-norm error over the 2-norm of h_t (the
+estimate run token by token; grey band: within 10x), and its worst-case bound over the measured
+error, both in the max-norm, at every add. Third panel: the typical estimate over the measured
+error for every test format and alpha (one colour per alpha). Right: the per-step amplification
+alpha omega_k Lip_k of the worst-case recursion e_k <= (1 + alpha omega_k Lip_k) e_(k-1) + u_s
+max abs(h_k) + l_k (a bound, first order in u), whose attention constant includes the score path
+through omega_KQ; Lip_k carries LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the
+stream is residual-dominated. How far the bound lies above the measured error at the first add
+(its vacuity) and how close the typical estimate comes: claim N.6 in results/claims.csv. Data:
 results/numerics/gpt2_recursion.csv, results/numerics/recursion_sources.csv.
 """,
         labels=_gpt2_labels("N8", "error recursion bound vs measured"),

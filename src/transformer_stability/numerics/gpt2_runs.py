@@ -38,7 +38,12 @@ from transformer_stability.numerics.metrics import (
     token_errors,
     weight_magnitudes,
 )
-from transformer_stability.numerics.recursion import BlockConstants, recursion_table
+from transformer_stability.numerics.recursion import (
+    BlockConstants,
+    Roundoffs,
+    recursion_table,
+    typical_step,
+)
 from transformer_stability.numerics.rounding import SOURCES, Arithmetic, Precision, SourceRounding
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.tables import (
@@ -171,25 +176,34 @@ def _run_group(
     alpha: float,
     batch_size: int,
     device: torch.device,
+    constants: list[BlockConstants],
+    dims: dict,
 ) -> dict[str, _Accumulator]:
     """Test runs that store the same numbers (one storage dtype) share one float64 reference,
-    and one copy of the stored weights (a format's weights depend on its storage dtype only)."""
+    and one copy of the stored weights (a format's weights depend on its storage dtype only).
+    Each format's typical estimate runs beside them, token by token."""
     storage = precisions[0]
     stored = stored_blocks(model, storage, alpha, device)
     tests = [stored] * len(precisions)
     ref_blocks = [block.cast(REFERENCE) for block in stored]
     accs = {p.name: _Accumulator() for p in precisions}
+    eps = {p.name: Roundoffs.of(p) for p in precisions}
     with torch.no_grad():
         for batch in ids.split(batch_size):
             h0 = storage.store(embed(model, batch.to(device)).float())
             previous = h0.to(torch.float64)
+            typical = dict.fromkeys(accs, 0.0)
             streams = [residual_stream(b, h0, p) for b, p in zip(tests, precisions, strict=True)]
             for ref, *outs in zip(
                 residual_stream(ref_blocks, previous, REFERENCE), *streams, strict=True
             ):
                 sizes, worst = _reference_statistics(ref, previous, ref_blocks[ref.block])
+                c = constants[ref.block]
                 for precision, test in zip(precisions, outs, strict=True):
-                    _observe(accs[precision.name], ref, test, sizes, worst)
+                    name = precision.name
+                    typical[name] = typical_step(typical[name], c, ref.kind, eps[name], dims, worst)
+                    own = worst | {"typical_rel_l2": typical[name] * worst["inv_stream_l2"]}
+                    _observe(accs[name], ref, test, sizes, own)
                 previous = ref.stream
     return accs
 
@@ -279,5 +293,5 @@ def _run_tables(
         "seq_len": inputs.seq_len,
         "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
     }
-    accs = _run_group(model, ids, group, alpha, inputs.batch, device)
+    accs = _run_group(model, ids, group, alpha, inputs.batch, device, constants, dims)
     return _group_tables(accs, group, alpha, constants, dims)

@@ -21,7 +21,9 @@ e_k² = (1 + a₂_k²)e_{k−1}² + (u_s‖h_k‖₂/√3)² + ‖αF_k‖₂²�
 on its own input (‖αF_k‖₂/‖LN(h_{k−1})‖₂ from the reference, times LN's 2-norm constant
 ‖γ‖∞/σ): the response to an error of random direction is uncorrelated with it, and the
 fresh roundings ε_j (root mean square u/√3, plus √n·u_acc for an accumulation of n terms)
-add in quadrature. An estimate, not a bound.
+add in quadrature. It runs token by token (`typical_step`) and is compared with the measured
+error token by token, through the largest relative value over tokens of each. An estimate,
+not a bound.
 
 Each term belongs to one rounding source (`SOURCES`: each matmul family, the softmax,
 LayerNorm, GELU, the residual add); a `SourceRounding` run rounds one source alone, and its
@@ -32,6 +34,7 @@ does (numerics/recursion_sources.csv).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -51,6 +54,9 @@ _ACCUMULATE_ROUNDOFF = {torch.float32: 2.0**-24, torch.float64: 2.0**-53}
 _STORAGE_BITS = {torch.float64: 52, torch.float32: 23, torch.bfloat16: 7, torch.float16: 10}
 # float32 ulps of GELU's evaluation (tanh form), relative to its argument
 _GELU_ULPS = 8
+# one value per token (a tensor), or one number
+Tokens = float | torch.Tensor
+Statistics = Mapping[str, Tokens]
 
 
 @dataclass(frozen=True)
@@ -257,13 +263,33 @@ def _active(terms: dict[str, float], eps: Roundoffs) -> list[float]:
     return [value for source, value in terms.items() if eps.rounds(source)]
 
 
+def typical_step(
+    previous: Tokens, c: BlockConstants, kind: str, eps: Roundoffs, dims: dict, token: Statistics
+) -> Tokens:
+    """The typical-case error after one residual add, token by token (arrays of a token's
+    statistics, or floats): the error so far passes the branch with its 2-norm gain `gain_l2`
+    and, uncorrelated with it, adds in quadrature; so do the stored sum's rounding (size
+    `stream_l2`) and the branch's fresh roundings (size `branch_l2`). Per token, because a
+    trained model's tokens differ widely in stream and branch size: maxima over tokens would
+    pair one token's branch with another token's stream."""
+    fresh = sum(e**2 for e in _active(typical_fresh(c, kind, eps, dims), eps))
+    stored = eps.storage / math.sqrt(3) if eps.rounds("add") else 0.0
+    return (
+        (1 + token["gain_l2"] ** 2) * previous**2
+        + (stored * token["stream_l2"]) ** 2
+        + token["branch_l2"] ** 2 * fresh
+    ) ** 0.5
+
+
 def recursion_table(
     steps: pd.DataFrame, constants: list[BlockConstants], precision: Arithmetic, dims: dict
 ) -> pd.DataFrame:
-    """Both recursions along the adds, from the reference's per-add statistics (maxima over
-    tokens) in `steps`; one row per residual add."""
+    """The worst-case recursion along the adds, from the reference's per-add statistics
+    (maxima over tokens) in `steps`, beside the typical estimate (`typical_step`, run token by
+    token as the model runs: its largest relative value over tokens in `typical_rel_l2`); one
+    row per residual add."""
     eps = Roundoffs.of(precision)
-    worst = typical = 0.0
+    worst = 0.0
     rows = []
     for row in steps.sort_values("checkpoint").itertuples():
         c = constants[(row.checkpoint - 1) // 2]
@@ -276,16 +302,8 @@ def recursion_table(
             local = mlp_local(c, radius, dims["act_lipschitz"], eps)
         local["layernorm"] = sublayer * layer_norm_error(radius, row.ln_spread, eps, dims["width"])
         local["add"] = eps.storage * row.stream_linf
-        fresh = typical_fresh(c, row.kind, eps, dims)
         amplification = row.ln_lipschitz * sublayer
-        amplification_l2 = row.gain_l2
         worst = (1 + amplification) * worst + sum(_active(local, eps))
-        stored = eps.storage * row.stream_l2 / math.sqrt(3) if eps.rounds("add") else 0.0
-        typical = math.sqrt(
-            (1 + amplification_l2**2) * typical**2
-            + stored**2
-            + row.branch_l2**2 * sum(e**2 for e in _active(fresh, eps))
-        )
         rows.append(
             {
                 "checkpoint": row.checkpoint,
@@ -296,9 +314,9 @@ def recursion_table(
                 "measured_rel": row.measured_rel,
                 "bound_rel": worst * row.inv_stream_linf,
                 "measured_rel_l2": row.measured_rel_l2,
-                "typical_rel_l2": typical * row.inv_stream_l2,
+                "typical_rel_l2": row.typical_rel_l2,
                 "amplification": amplification,
-                "amplification_l2": amplification_l2,
+                "amplification_l2": row.gain_l2,
             }
         )
     return pd.DataFrame(rows)
