@@ -831,8 +831,8 @@ whose rate rises with alpha. Data: results/apjn/theory_curves.csv.
         caption="""\
 {% set model = config["apjn"]["model"] -%}
 {% set heads = config["apjn"]["measure"]["equiangular_heads"] -%}
-A1. APJN of random-init timm ViTs (width
-{{ model["width"] if heads is none else heads * (model["width"] // model["heads"]) }}, depth
+{% set width = model["width"] if heads is none else heads * (model["width"] // model["heads"]) -%}
+A1. APJN of random-init timm ViTs (width {{ width }}, depth
 {{ config["apjn"]["model"]["depth"] }}, ReLU MLPs, eval mode, block weights drawn with
 init_std = {{ config["apjn"]["model"]["init_std"] }}: ViT-B's mean-field constants when
 "vit_b") on permutation-symmetric input written into block 0 (q0 =
