@@ -208,20 +208,26 @@ def optimal_arc(
 def _restarted_nelder_mead(
     value: Callable[[np.ndarray], float], start: np.ndarray, step: float = 0.05, restarts: int = 6
 ) -> scipy.optimize.OptimizeResult:
-    """Nelder-Mead from a simplex of `step` in both coordinates, restarted from its own result
-    until a restart gains under 1e-9 relative: next to the infeasible region (value inf) the
-    simplex can collapse and stop short of the optimum (by 4e-3 relative at L = 32, bare,
-    from scipy's default simplex)."""
-    best = None
+    """The better of Nelder-Mead from scipy's default simplex and from one of `step` in both
+    coordinates, restarted from its own result until a restart gains under 1e-9 relative: the
+    LP value has kinks and an infeasible region (inf) where a simplex can collapse, and each
+    start alone stopped short somewhere (by up to 4e-3 relative)."""
+
+    def run(x: np.ndarray, simplex: list[np.ndarray] | None) -> scipy.optimize.OptimizeResult:
+        options = {"xatol": 1e-6, "fatol": 1e-12 * max(value(x), 1.0), "maxiter": 400}
+        if simplex is not None:
+            options["initial_simplex"] = simplex
+        return scipy.optimize.minimize(value, x, method="Nelder-Mead", options=options)
+
+    def around(x: np.ndarray) -> list[np.ndarray]:
+        return [x, x + [step, 0.0], x + [0.0, step]]
+
+    best = min(run(start, None), run(start, around(start)), key=lambda r: r.fun)
     for _ in range(restarts):
-        simplex = [start, start + [step, 0.0], start + [0.0, step]]
-        options = {"xatol": 1e-6, "fatol": 1e-12 * max(value(start), 1.0), "maxiter": 400}
-        res = scipy.optimize.minimize(
-            value, start, method="Nelder-Mead", options={**options, "initial_simplex": simplex}
-        )
-        if best is not None and res.fun >= best.fun * (1 - 1e-9):
-            return best
-        best, start = res, res.x
+        res = run(best.x, around(best.x))
+        if res.fun >= best.fun * (1 - 1e-9):
+            break
+        best = res
     return best
 
 
