@@ -292,8 +292,8 @@ def test_the_optimal_arc_is_a_local_minimum_of_the_readout_lp():
 
 @pytest.mark.parametrize(
     ("length", "scale", "bounded"),
-    [(32, math.sqrt(8), True), (32, math.sqrt(7), False), (8, math.sqrt(7), False)],
-    ids=["bare-32", "learned-32", "learned-8"],
+    [(32, math.sqrt(8), True), (32, math.sqrt(7), False)],
+    ids=["bare-32", "learned-32"],
 )
 def test_the_optimal_arc_is_no_worse_than_any_local_search(length, scale, bounded):
     """The bound is the minimum over arcs, so no Nelder-Mead run from another start or
@@ -308,7 +308,7 @@ def test_the_optimal_arc_is_no_worse_than_any_local_search(length, scale, bounde
         return math.inf if found is None else found[0]
 
     for start in ([0.4, math.log(0.18)], [0.3, math.log(0.2)]):
-        for step in (None, 0.05, 0.01):
+        for step in (None, 0.05):
             x = np.array(start)
             simplex = None if step is None else [x, x + [step, 0.0], x + [0.0, step]]
             options = {"xatol": 1e-6, "fatol": 1e-12, "maxiter": 400, "initial_simplex": simplex}
@@ -318,8 +318,8 @@ def test_the_optimal_arc_is_no_worse_than_any_local_search(length, scale, bounde
 
 @pytest.mark.parametrize(
     ("length", "scale", "bounded"),
-    [(24, math.sqrt(8), True), (32, math.sqrt(8), True), (8, math.sqrt(7), False)],
-    ids=["bare-24", "bare-32", "learned-8"],
+    [(32, math.sqrt(8), True), (8, math.sqrt(7), False)],
+    ids=["bare-32", "learned-8"],
 )
 def test_the_optimal_arc_is_converged(length, scale, bounded):
     """Nelder-Mead restarted from the optimal arc with a small simplex and tight tolerances

@@ -214,7 +214,7 @@ def _restarted_nelder_mead(
     start alone stopped short somewhere (by up to 4e-3 relative)."""
 
     def run(x: np.ndarray, simplex: list[np.ndarray] | None) -> scipy.optimize.OptimizeResult:
-        options = {"xatol": 1e-6, "fatol": 1e-12 * max(value(x), 1.0), "maxiter": 400}
+        options = {"xatol": 1e-5, "fatol": 1e-10 * max(value(x), 1.0), "maxiter": 400}
         if simplex is not None:
             options["initial_simplex"] = simplex
         return scipy.optimize.minimize(value, x, method="Nelder-Mead", options=options)
