@@ -290,6 +290,18 @@ def test_the_optimal_arc_is_a_local_minimum_of_the_readout_lp():
             assert found is None or arc.value <= found[0] * (1 + 1e-9)
 
 
+def _arc_value(length: int, scale: float, bounded: bool):
+    """The read-out LP's value on the line at (foot / L, log(distance / L^{3/2})), optimal_arc's
+    coordinates; inf where no read-out fits."""
+
+    def value(p: np.ndarray) -> float:
+        directions = line_directions(length, p[0] * length, length**1.5 * math.exp(p[1]))
+        found = arc_readout_lp(directions, scale, bounded)
+        return math.inf if found is None else found[0]
+
+    return value
+
+
 @pytest.mark.parametrize(
     ("length", "scale", "bounded"),
     [(32, math.sqrt(8), True), (32, math.sqrt(7), False)],
@@ -300,13 +312,7 @@ def test_the_optimal_arc_is_no_worse_than_any_local_search(length, scale, bounde
     simplex may end below it (a single simplex of 0.05 ended 2e-4 above scipy's default one at
     L = 32, learned; the default one 4e-3 above at L = 32, bare)."""
     arc = optimal_arc(length, scale, bias_bounded=bounded)
-    big = length**1.5
-
-    def value(p: np.ndarray) -> float:
-        directions = line_directions(length, p[0] * length, big * math.exp(p[1]))
-        found = arc_readout_lp(directions, scale, bounded)
-        return math.inf if found is None else found[0]
-
+    value = _arc_value(length, scale, bounded)
     for start in ([0.4, math.log(0.18)], [0.3, math.log(0.2)]):
         for step in (None, 0.05):
             x = np.array(start)
@@ -327,13 +333,9 @@ def test_the_optimal_arc_is_converged(length, scale, bounded):
     the bound carries no optimizer slack at the precision the study reports. A single
     Nelder-Mead run stopped short by 4e-3 (bare, L = 32) and 3e-4 (learned, L = 8)."""
     arc = optimal_arc(length, scale, bias_bounded=bounded)
-
-    def value(p: np.ndarray) -> float:
-        found = arc_readout_lp(line_directions(length, p[0], math.exp(p[1])), scale, bounded)
-        return math.inf if found is None else found[0]
-
-    start = np.array([arc.foot, math.log(arc.distance)])
-    simplex = [start, start + [1e-3 * length, 0.0], start + [0.0, 1e-3]]
-    options = {"xatol": 1e-10, "fatol": 1e-15, "maxiter": 2000, "initial_simplex": simplex}
+    value = _arc_value(length, scale, bounded)
+    start = np.array([arc.foot / length, math.log(arc.distance / length**1.5)])
+    simplex = [start, start + [1e-3, 0.0], start + [0.0, 1e-3]]
+    options = {"xatol": 1e-10 / length, "fatol": 1e-15, "maxiter": 2000, "initial_simplex": simplex}
     polished = scipy.optimize.minimize(value, start, method="Nelder-Mead", options=options)
     assert polished.fun >= arc.value * (1 - 1e-7)

@@ -280,11 +280,14 @@ def curve_items(apjn: dict[str, Any], seed: int) -> list[CurveItem]:
 
 
 def _equiangular_spec(apjn: dict[str, Any], spec: ViTSpec) -> ViTSpec:
-    """`spec` at measure.equiangular_heads heads of the same head dimension (the model's own
-    when null): the width of the A1 curves."""
+    """`spec` at measure.equiangular_heads heads (the model's own when null): the width of
+    the A1 curves."""
     heads = apjn["measure"]["equiangular_heads"]
-    if heads is None:
-        return spec
+    return spec if heads is None else _with_heads(spec, heads)
+
+
+def _with_heads(spec: ViTSpec, heads: int) -> ViTSpec:
+    """`spec` with `heads` heads of its head dimension: width = heads x width / heads."""
     return spec.with_(width=heads * (spec.width // spec.heads), heads=heads)
 
 
@@ -294,13 +297,10 @@ def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
     width), for width_scan.inits initializations: the same seeds as the curve sweep, so the
     configured head count reproduces its models."""
     scan, spec = apjn["width_scan"], base_spec(apjn)
-    head_dim = spec.width // spec.heads
     return [
         WidthItem(
             _image_curve(
-                apjn,
-                spec.with_(norm=v["norm"], alpha=v.get("alpha"), width=h * head_dim, heads=h),
-                init,
+                apjn, _with_heads(spec.with_(norm=v["norm"], alpha=v.get("alpha")), h), init
             ),
             apjn["images"]["compare_from_block"],
         )
