@@ -1,10 +1,10 @@
-"""The finite-N comparison (apjn/closures.py) and its bootstrap (apjn/bootstrap.py)."""
+"""The finite-N comparison (apjn/closures.py) and its bootstrap (resampling.py)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from transformer_stability.apjn.bootstrap import bootstrap_ci, mean_ci, nested_ci
+from transformer_stability.resampling import bootstrap_ci, mean_ci, nested_ci
 from transformer_stability.apjn.closures import closure_apjn, compared_blocks, finite_n_comparison
 
 A, M = 0.094372, 0.377487

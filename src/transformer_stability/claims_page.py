@@ -18,49 +18,101 @@ from pathlib import Path
 
 import pandas as pd
 
-from transformer_stability.claims import HOLDS, NOT_RUN, Claims
+from transformer_stability.claims import NOT_RUN, VERDICTS, Claims, ClaimTerms
 from transformer_stability.io import atomic_path, read_table
+from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED
 
 COLUMNS = tuple(Claims.to_schema().columns)  # the claims' own, in the model's order
-_VERDICT_CLASS = {HOLDS: "holds", NOT_RUN: "not-run"}  # anything else: does not hold
+TERM_COLUMNS = ("term", "point", "lo", "hi", "criterion", "verdict", "basis")
+_VERDICT_CLASS = {HOLDS: "holds", FAILS: "fails", UNDECIDED: "undecided", NOT_RUN: "not-run"}
 
 
 def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "" if pd.isna(value) else f"{value:.4g}"
     return "" if pd.isna(value) else str(value)
 
 
-def html_table(claims: pd.DataFrame) -> str:
-    """The claims as an HTML table, verdicts coloured (the report's landing page)."""
+def tally(claims: pd.DataFrame) -> str:
+    """'20 claims: 15 holds, 1 does not hold, 4 undecided, 0 not run at this preset'."""
+    counts = claims["verdict"].value_counts()
+    parts = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    return f"{len(claims)} claims: {parts}"
+
+
+def undecided_first(claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims with the undecided ones first, each group in the studies' order."""
+    order = claims["verdict"].map({UNDECIDED: 0}).fillna(1)
+    return claims.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order")
+
+
+def _html_terms(terms: pd.DataFrame) -> str:
+    """A claim's terms as a collapsed table under its row."""
+    head = "".join(f"<th>{name}</th>" for name in TERM_COLUMNS)
+    rows = "".join(
+        f'<tr class="verdict-{_VERDICT_CLASS[row["verdict"]]}">'
+        + "".join(f"<td>{html.escape(_cell(row[name]))}</td>" for name in TERM_COLUMNS)
+        + "</tr>"
+        for _, row in terms.iterrows()
+    )
+    return (
+        f"<details><summary>all {len(terms)} terms with their intervals</summary>"
+        f'<table class="terms"><tr>{head}</tr>{rows}</table></details>'
+    )
+
+
+def html_table(claims: pd.DataFrame, terms: pd.DataFrame) -> str:
+    """The claims as an HTML table (undecided first, verdicts coloured), each with its terms
+    collapsed below it, under the count per verdict (the report's landing page)."""
     head = "".join(f"<th>{name}</th>" for name in COLUMNS)
     rows = []
-    for _, row in claims.iterrows():
-        verdict = _VERDICT_CLASS.get(row["verdict"], "fails")
-        cells = "".join(f"<td>{html.escape(_cell(row[name]))}</td>" for name in COLUMNS)
+    for _, row in undecided_first(claims).iterrows():
+        verdict = _VERDICT_CLASS[row["verdict"]]
+        cells = "".join(
+            f'<td class="{name}">{html.escape(_cell(row[name]))}</td>' for name in COLUMNS
+        )
         rows.append(f'<tr class="verdict-{verdict}">{cells}</tr>')
-    return f'<table class="claims"><tr>{head}</tr>\n' + "\n".join(rows) + "\n</table>\n"
+        own = terms[terms["claim"] == row["claim"]]
+        if not own.empty:
+            rows.append(f'<tr><td colspan="{len(COLUMNS)}">{_html_terms(own)}</td></tr>')
+    return (
+        f"<p>{html.escape(tally(claims))}.</p>\n"
+        f'<table class="claims"><tr>{head}</tr>\n' + "\n".join(rows) + "\n</table>\n"
+    )
 
 
 def _markdown_cell(value: object) -> str:
     return _cell(value).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_page(claims: pd.DataFrame, stamp: str) -> str:
-    """docs/results.md: the claims of the reference run under the stamp that names it."""
-    counts = claims["verdict"].value_counts()
-    tally = ", ".join(f"{v} {counts[v]}" for v in counts.index)
+def _markdown_rows(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for _, row in frame.iterrows():
+        lines.append("| " + " | ".join(_markdown_cell(row[n]) for n in columns) + " |")
+    return lines
+
+
+def markdown_page(claims: pd.DataFrame, terms: pd.DataFrame, stamp: str) -> str:
+    """docs/results.md: the claims of the reference run under the stamp that names it, the
+    undecided ones first with what would decide them, then every term with its interval."""
+    undecided = claims[claims["verdict"] == UNDECIDED]
     lines = [
         "# Claims of the reference run",
         "",
         f"Rendered from `results/` by `make results-page` ({stamp}). Do not edit: the numbers",
-        "are the run's. docs/<study>.md explains each statistic and criterion.",
+        "are the run's. docs/<study>.md explains each statistic and criterion; docs/verdicts.md",
+        "how a verdict is decided by intervals.",
         "",
-        f"{len(claims)} claims by verdict: {tally}.",
+        f"{tally(claims)}.",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + " --- |" * len(COLUMNS),
     ]
-    for _, row in claims.iterrows():
-        lines.append("| " + " | ".join(_markdown_cell(row[n]) for n in COLUMNS) + " |")
+    if not undecided.empty:
+        lines += ["## Undecided claims and what would decide them", ""]
+        lines += [f"- **{row.claim}**: {row.need}" for row in undecided.itertuples()]
+        lines.append("")
+    lines += ["## Claims", "", *_markdown_rows(undecided_first(claims), COLUMNS), ""]
+    lines += ["## Every term with its interval", ""]
+    lines += _markdown_rows(terms, ("claim", *TERM_COLUMNS))
     return "\n".join(lines) + "\n"
 
 
@@ -73,11 +125,11 @@ def stamp(root: Path = Path(".")) -> str:
     return f"commit {commit or 'unknown'}, {date.today().isoformat()}, {machine}"
 
 
-def write_html(claims_csv: Path, page: Path) -> None:
+def write_html(claims_csv: Path, terms_csv: Path, page: Path) -> None:
     """The landing page's claims fragment: the table, or where the claims are not in this
     results tree, how to compute them."""
-    if claims_csv.exists():
-        text = html_table(read_table(claims_csv, Claims))
+    if claims_csv.exists() and terms_csv.exists():
+        text = html_table(read_table(claims_csv, Claims), read_table(terms_csv, ClaimTerms))
     else:
         text = (
             f"<p>This results tree holds no <code>{claims_csv}</code>: "
@@ -123,7 +175,9 @@ def markdown_times(times: pd.DataFrame) -> str:
 
 def write_markdown(results: Path, page: Path) -> None:
     """docs/results.md from a run's results tree, stamped with the code, date and machine."""
-    claims = markdown_page(read_table(results / "claims.csv", Claims), stamp())
+    claims = read_table(results / "claims.csv", Claims)
+    terms = read_table(results / "claim_terms.csv", ClaimTerms)
+    claims = markdown_page(claims, terms, stamp())
     text = claims + "\n" + markdown_times(cpu_times(results / "benchmarks"))
     with atomic_path(page) as tmp:
         tmp.write_text(text)

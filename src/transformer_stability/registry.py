@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from transformer_stability.apjn.pipeline import STUDY as _APJN
-from transformer_stability.claims import Claims, claim_rows, claims_table
+from transformer_stability.claims import Claims, ClaimTerms, claims_tables, findings
 from transformer_stability.config import validate_config
 from transformer_stability.counting.pipeline import STUDY as _COUNTING
 from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
@@ -42,6 +42,7 @@ PRESENTATION_KEYS: tuple[str, ...] = ("studies",)
 TABLES: dict[str, type[Table]] = {
     **{meta(m)["path"]: m for s in STUDIES.values() for m in s.tables},
     meta(Claims)["path"]: Claims,
+    meta(ClaimTerms)["path"]: ClaimTerms,
 }
 
 
@@ -96,12 +97,12 @@ def claim_sources(config: dict[str, Any]) -> list[str]:
 
 def evaluate_claims(
     tables: dict[str, pd.DataFrame], sections: dict[str, dict[str, Any]]
-) -> pd.DataFrame:
-    """The claims table: every study's claims in registry order, tested on `tables` (by path
-    below results/) with the config section of each study run (`sections`, by study name),
-    "not run at this preset" for a study without one."""
-    rows = []
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(claims.csv, claim_terms.csv): every study's claims in registry order, tested on
+    `tables` (by path below results/) with the config section of each study run (`sections`,
+    by study name), "not run at this preset" for a study without one."""
+    found = []
     for name, study in STUDIES.items():
         section = sections.get(name)
-        rows += claim_rows(study.claims, None if section is None else tables, section)
-    return claims_table(rows)
+        found += findings(study.claims, None if section is None else tables, section)
+    return claims_tables(found)

@@ -24,6 +24,7 @@ from transformer_stability.io import atomic_path
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
 CLAIMS = Path("results/claims.csv")
+TERMS = Path("results/claim_terms.csv")
 CLAIMS_PAGE = Path("results/report/claims.html")  # workflow/report/workflow.rst includes it
 STYLE = Path("workflow/report/report.css")  # beside the Snakefile
 
@@ -48,7 +49,7 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     figures = made_figures(directory)
     if not figures:
         raise SystemExit(f"no figures under {directory / 'results/figures'}: nothing to report")
-    write_html(directory / CLAIMS, directory / CLAIMS_PAGE)
+    write_html(directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE)
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
     command += ["--report", str((directory / REPORT).resolve()), "--report-stylesheet"]

@@ -1,6 +1,7 @@
 # The claims of the three abstracts, each tested on the run's tables by the study that states it
-# (transformer_stability/<study>/claims.py): results/claims.csv, and the HTML table the report's
-# landing page opens on (results/report/claims.html; `make report` renders it again).
+# (transformer_stability/<study>/claims.py): results/claims.csv, every term of every criterion with
+# its interval (results/claim_terms.csv), and the HTML table the report's landing page opens on
+# (results/report/claims.html; `make report` renders it again).
 
 
 rule claims:
@@ -13,6 +14,7 @@ rule claims:
             caption="../report/claims.rst",
             category="Claims",
         ),
+        terms="results/claim_terms.csv",
         page="results/report/claims.html",
     log:
         "results/logs/claims.log",

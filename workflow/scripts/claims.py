@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from transformer_stability.claims import Claims
+from transformer_stability.claims import Claims, ClaimTerms
 from transformer_stability.claims_page import write_html
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
@@ -14,10 +14,8 @@ from transformer_stability.tables import below_results
 setup_logging(snakemake.log[0])
 # each table's row count is checked against the settings it records (io.read_table)
 tables = {below_results(p): read_table(p, table_model(p)) for p in snakemake.input.tables}
-claims = evaluate_claims(tables, snakemake.params.sections)
-write_table(
-    with_provenance(claims, seed=snakemake.params.seed, device="cpu", dtype="float64"),
-    snakemake.output.table,
-    Claims,
-)
-write_html(Path(snakemake.output.table), Path(snakemake.output.page))
+claims, terms = evaluate_claims(tables, snakemake.params.sections)
+for frame, path, model in ((claims, snakemake.output.table, Claims), (terms, snakemake.output.terms, ClaimTerms)):
+    provenance = with_provenance(frame, seed=snakemake.params.seed, device="cpu", dtype="float64")
+    write_table(provenance, path, model)
+write_html(Path(snakemake.output.table), Path(snakemake.output.terms), Path(snakemake.output.page))

@@ -1,12 +1,15 @@
-"""Percentile bootstrap over independent initializations: confidence intervals that carry every
-source of noise nested in an initialization (its weights, its inputs, its probes)."""
+"""Percentile bootstrap over an experiment's independent replication units (initializations,
+seeds, samples): confidence intervals that carry every source of noise nested in a unit (an
+initialization's weights, its inputs, its probes). Arrays (`bootstrap_ci`, `nested_ci`) for
+estimators, tables (`unit_interval`) for the claims. Knows no study."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+import pandas as pd
 
 LEVEL = 0.95
 RESAMPLES = 2000
@@ -60,3 +63,47 @@ def mean_ci(units: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray, n
     """The mean over the rows of `units` and its bootstrap confidence interval."""
     lo, hi = bootstrap_ci(units, lambda rows: rows.mean(axis=0), seed)
     return np.asarray(units, dtype=float).mean(axis=0), lo, hi
+
+
+def unit_resamples(
+    frame: pd.DataFrame,
+    units: Sequence[str],
+    strata: Sequence[str] = (),
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Iterator[pd.DataFrame]:
+    """`resamples` copies of `frame` whose replication units (the distinct values of the `units`
+    columns within each stratum of `strata`) are drawn with replacement, each unit keeping all
+    its rows. The `units` columns of a copy hold the draw's position, so a unit drawn twice
+    counts as two units in a statistic that groups by them. Strata are experimental conditions
+    (a model, a length): their units are drawn apart, and every copy keeps every condition."""
+    keys = [*strata, *units]
+    groups = frame.groupby(keys, sort=True, dropna=False).indices
+    by_stratum: dict[tuple, list[np.ndarray]] = {}
+    for key, rows in groups.items():
+        key = key if isinstance(key, tuple) else (key,)
+        by_stratum.setdefault(key[: len(strata)], []).append(rows)
+    rng = np.random.default_rng(seed)
+    for _ in range(resamples):
+        picked, labels = [], []
+        for members in by_stratum.values():
+            for position, unit in enumerate(rng.integers(0, len(members), size=len(members))):
+                picked.append(members[unit])
+                labels.append(np.full(len(members[unit]), position))
+        copy = frame.iloc[np.concatenate(picked)].reset_index(drop=True)
+        label = np.concatenate(labels)
+        yield copy.assign(**{column: label for column in units})
+
+
+def unit_draws(
+    frame: pd.DataFrame,
+    statistic: Callable[[pd.DataFrame], pd.Series],
+    units: Sequence[str],
+    strata: Sequence[str] = (),
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """`statistic` (a Series of named values) over `unit_resamples` of `frame`: one row per
+    resample, one column per value. A value a resample cannot compute is NaN."""
+    copies = unit_resamples(frame, units, strata, resamples, seed)
+    return pd.DataFrame([statistic(copy) for copy in copies]).reset_index(drop=True)
