@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transformer_stability.resampling import bootstrap_ci, mean_ci, nested_ci
 from transformer_stability.apjn.closures import closure_apjn, compared_blocks, finite_n_comparison
+from transformer_stability.resampling import bootstrap_ci, mean_ci, nested_ci
 
 A, M = 0.094372, 0.377487
 

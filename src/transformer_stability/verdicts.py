@@ -18,9 +18,12 @@ from typing import Any
 
 import pandas as pd
 
-from transformer_stability.resampling import RESAMPLES, percentile_bounds, unit_draws
+from transformer_stability.resampling import percentile_bounds, unit_draws
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
+RESAMPLES = 2000
+"""Resamples of a claim's bootstrap; read at each call, so a test of the claims' logic on small
+hand-made tables may lower it."""
 
 
 def _g(value: float) -> str:
@@ -65,7 +68,7 @@ def bootstrap(
     unit: str,
     strata: Sequence[str] = (),
     seed: int = 0,
-    resamples: int = RESAMPLES,
+    resamples: int | None = None,
 ) -> dict[Any, Estimate]:
     """Each value of `statistic` (a Series: one value per label, e.g. per model and direction)
     with its 95 % percentile interval over resamples of the replication units (`units`
@@ -77,7 +80,7 @@ def bootstrap(
     parts = [part for _, part in frame.groupby(strata, dropna=False)] if strata else [frame]
     count = min(len(part[units].drop_duplicates()) for part in parts)
     point = statistic(frame)
-    draws = unit_draws(frame, statistic, units, strata, resamples, seed)
+    draws = unit_draws(frame, statistic, units, strata, resamples or RESAMPLES, seed)
     lo, hi = percentile_bounds(draws.reindex(columns=point.index).to_numpy(float))
     return {
         label: Estimate(

@@ -15,7 +15,10 @@ setup_logging(snakemake.log[0])
 # each table's row count is checked against the settings it records (io.read_table)
 tables = {below_results(p): read_table(p, table_model(p)) for p in snakemake.input.tables}
 claims, terms = evaluate_claims(tables, snakemake.params.sections)
-for frame, path, model in ((claims, snakemake.output.table, Claims), (terms, snakemake.output.terms, ClaimTerms)):
+for frame, path, model in (
+    (claims, snakemake.output.table, Claims),
+    (terms, snakemake.output.terms, ClaimTerms),
+):
     provenance = with_provenance(frame, seed=snakemake.params.seed, device="cpu", dtype="float64")
     write_table(provenance, path, model)
 write_html(Path(snakemake.output.table), Path(snakemake.output.terms), Path(snakemake.output.page))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transformer_stability.resampling import nested_ci
 from transformer_stability.apjn.tables import Agreement, AgreementMeans, SensitivityRatios
+from transformer_stability.resampling import nested_ci
 from transformer_stability.tables import select
 
 REGIONS = ("shallow", "middle", "deep")

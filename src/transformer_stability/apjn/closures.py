@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transformer_stability.resampling import mean_ci
 from transformer_stability.apjn.tables import CLOSURES, FiniteNCompare
 from transformer_stability.apjn.theory import MeanField, end_to_end_log_apjn
+from transformer_stability.resampling import mean_ci
 from transformer_stability.tables import select
 
 
