@@ -13,9 +13,17 @@ import pytest
 import yaml
 from conftest import ROOT, announced_jobs, copy_of_run, deep_merge, load_yaml, run_snakemake
 
-from transformer_stability.claims import NOT_RUN, claims_table
-from transformer_stability.claims_page import cpu_times, markdown_page, write_markdown
+from transformer_stability.claims import (
+    NOT_RUN,
+    VERDICTS,
+    ClaimSpec,
+    Finding,
+    claims_tables,
+    findings,
+)
+from transformer_stability.claims_page import cpu_times, html_table, markdown_page, write_markdown
 from transformer_stability.report import report_command
+from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED, Estimate, Term, at_most
 
 FIGURE = "apjn_theory_curves"
 
@@ -58,43 +66,83 @@ def test_report_needs_a_recorded_run(tmp_path):
     assert sys.executable  # the command is built with this interpreter
 
 
+def _section(text: str, heading: str) -> list[str]:
+    """The table rows under `heading` of a Markdown page."""
+    body = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in body.splitlines() if re.match(r"\| [ANC]\.\d ", line)]
+
+
 @pytest.mark.slow
 def test_the_results_page_renders_every_claim_of_a_run(tiny_run, tmp_path):
-    claims_csv = tiny_run.workdir / "results/claims.csv"
+    results = tiny_run.workdir / "results"
     page = tmp_path / "results.md"
-    write_markdown(tiny_run.workdir / "results", page)
+    write_markdown(results, page)
     text = page.read_text()
-    claims = pd.read_csv(claims_csv)
-    rows = [line for line in text.splitlines() if re.match(r"\| [ANC]\.\d ", line)]
-    assert [row.split(" | ")[0][2:] for row in rows] == list(claims["claim"])
-    assert [row.rstrip(" |").split(" | ")[-2] for row in rows] == list(claims["verdict"])
+    claims, terms = pd.read_csv(results / "claims.csv"), pd.read_csv(results / "claim_terms.csv")
+    rows = _section(text, "Claims")
+    verdicts = claims.set_index("claim")["verdict"]
+    listed = [row.split(" | ")[0][2:] for row in rows]
+    assert sorted(listed) == sorted(claims["claim"])
+    assert [row.rstrip(" |").split(" | ")[-3] for row in rows] == list(verdicts[listed])
+    # the undecided claims first, each with what would decide it
+    order = [verdicts[c] == UNDECIDED for c in listed]
+    assert order == sorted(order, reverse=True)
+    for claim in claims[claims["verdict"] == UNDECIDED].itertuples():
+        assert f"- **{claim.claim}**: {claim.need}" in text
+    assert len(_section(text, "Every term with its interval")) == len(terms)
     assert re.search(r"\(commit \w+, \d{4}-\d\d-\d\d, .+ \(\d+ cores", text)
     counts = claims["verdict"].value_counts()
-    tally = ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
-    assert f"{len(claims)} claims by verdict: {tally}." in text
+    tally = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    assert f"{len(claims)} claims: {tally}." in text
     # every heavy rule's benchmark records, summed
-    times = cpu_times(tiny_run.workdir / "results/benchmarks")
+    times = cpu_times(results / "benchmarks")
     assert set(times["folder"]) >= {"apjn/", "apjn_curves/", "numerics_gpt2/", "counting/"}
     curves = times.set_index("folder").loc["apjn_curves/"]
     assert curves["jobs"] == 2 and f"| `apjn_curves/` | 2 | {curves['cpu_s']:.0f} |" in text
 
 
-def test_the_results_page_keeps_a_table_cell_per_column():
-    claims = claims_table(
-        [
-            {
-                "claim": "X.1",
-                "statement": "a | b",
-                "statistic": None,
-                "value": None,
-                "criterion": "c\nd",
-                "verdict": NOT_RUN,
-                "figure": "X1",
-            }
-        ]
+def _spec(claim: str, terms: tuple[Term, ...] | None) -> ClaimSpec:
+    finding = None if terms is None else Finding("s", "v", terms)
+    return ClaimSpec(claim, "a | b", "c\nd", "X1", (), lambda tables, section: finding)
+
+
+def _claims(*specs: ClaimSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return claims_tables(findings(specs, {}, {}))
+
+
+NARROW = Term("t", Estimate(1.0, 0.99, 1.01, "b", 4, "seeds"), at_most(1.05))
+OPEN = Term("u", Estimate(1.04, 1.02, 1.06, "b", 4, "seeds"), at_most(1.05))
+FAILING = Term("w", Estimate.exact(2.0), at_most(1.05))
+
+
+def test_the_claims_tables_carry_the_decisive_terms_and_the_need():
+    claims, terms = _claims(
+        _spec("X.1", (NARROW,)), _spec("X.2", (NARROW, OPEN)), _spec("X.3", (OPEN, FAILING))
     )
-    row = markdown_page(claims, "stamp").splitlines()[-1]
-    assert row == f"| X.1 | a \\| b |  |  | c d | {NOT_RUN} | X1 |"
+    rows = claims.set_index("claim")
+    assert list(rows["verdict"]) == [HOLDS, UNDECIDED, FAILS]
+    assert rows.loc["X.1", "intervals"] == "t 1 [0.99, 1.01] <= 1.05: holds"
+    assert rows.loc["X.2", "intervals"] == "u 1.04 [1.02, 1.06] <= 1.05: undecided"
+    assert rows.loc["X.2", "need"] == "u: about 16 seeds at the observed spread (now 4)"
+    assert rows.loc["X.3", "intervals"].endswith("w 2 <= 1.05: does not hold")
+    assert pd.isna(rows.loc["X.1", "need"])
+    assert list(terms["claim"]) == ["X.1", "X.2", "X.2", "X.3", "X.3"]
+    assert list(terms["verdict"]) == [HOLDS, HOLDS, UNDECIDED, UNDECIDED, FAILS]
+    assert list(terms.iloc[2][["point", "lo", "hi"]]) == [1.04, 1.02, 1.06]
+
+
+def test_the_results_page_keeps_a_table_cell_per_column_and_lists_undecided_first():
+    claims, terms = _claims(_spec("X.1", None), _spec("X.2", (OPEN,)))
+    text = markdown_page(claims, terms, "stamp")
+    rows = _section(text.replace("| X.", "| N."), "Claims")
+    assert rows[0].startswith("| N.2 ") and "| undecided | u: about" in rows[0]
+    assert rows[1] == f"| N.1 | a \\| b |  |  | c d |  | {NOT_RUN} |  | X1 |"
+    assert "- **X.2**: u: about 16 seeds" in text
+    assert "2 claims: 0 holds, 0 does not hold, 1 undecided, 1 not run at this preset." in text
+    html = html_table(claims, terms)
+    assert html.index("X.2") < html.index("X.1")
+    assert '<tr class="verdict-undecided"><td class="claim">X.2</td>' in html
+    assert "<summary>all 1 terms with their intervals</summary>" in html
 
 
 def _caption_widths(html: str) -> dict[str, set[str]]:
