@@ -6,6 +6,7 @@ the code it mutates, so the tree (tracked and untracked, not ignored files) is c
 temporary folder first: the checkout and its editable install stay untouched while it runs.
 
     make mutation STUDY=counting MODULES="theory rates"
+    make mutation STUDY=shared MODULES="verdicts resampling" TESTS="verdicts report"
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
 
 Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow, or those matching
@@ -77,8 +78,12 @@ def mutmut_config(workdir: Path, modules: list[str], tests: list[str]) -> str:
     )
 
 
+SHARED = "shared"  # --study shared: modules of the shared layer (the package's top level)
+
+
 def module_paths(study: str, names: list[str]) -> list[str]:
-    paths = [f"{PACKAGE}/{study}/{name.removesuffix('.py')}.py" for name in names]
+    folder = PACKAGE if study == SHARED else f"{PACKAGE}/{study}"
+    paths = [f"{folder}/{name.removesuffix('.py')}.py" for name in names]
     missing = [path for path in paths if not (ROOT / path).is_file()]
     if missing:
         sys.exit(f"no such module: {', '.join(missing)}")
@@ -86,10 +91,12 @@ def module_paths(study: str, names: list[str]) -> list[str]:
 
 
 def study_tests(study: str, patterns: list[str]) -> list[str]:
-    """The test files `tests/test_<study>_<pattern>.py` (pattern `*`: all of the study's)."""
-    found = {path for pattern in patterns for path in ROOT.glob(f"tests/test_{study}_{pattern}.py")}
+    """The test files `tests/test_<study>_<pattern>.py` (pattern `*`: all of the study's), or
+    `tests/test_<pattern>.py` for the shared layer."""
+    prefix = "test_" if study == SHARED else f"test_{study}_"
+    found = {path for pattern in patterns for path in ROOT.glob(f"tests/{prefix}{pattern}.py")}
     if not found:
-        sys.exit(f"no tests/test_{study}_{{{','.join(patterns)}}}.py")
+        sys.exit(f"no tests/{prefix}{{{','.join(patterns)}}}.py")
     return sorted(str(path.relative_to(ROOT)) for path in found)
 
 
@@ -148,7 +155,9 @@ def report(results: dict[str, str], judged: dict[str, str]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", required=True, help="apjn, numerics or counting")
+    parser.add_argument(
+        "--study", required=True, help=f"apjn, numerics, counting or {SHARED} (the shared layer)"
+    )
     parser.add_argument("modules", nargs="+", help="module names in the study's package")
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
