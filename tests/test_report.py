@@ -110,14 +110,23 @@ def _claims(*specs: ClaimSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
     return claims_tables(findings(specs, {}, {}))
 
 
-NARROW = Term("t", Estimate(1.0, 0.99, 1.01, "b", 4, "seeds"), at_most(1.05))
-OPEN = Term("u", Estimate(1.04, 1.02, 1.06, "b", 4, "seeds"), at_most(1.05))
-FAILING = Term("w", Estimate.exact(2.0), at_most(1.05))
+def narrow() -> Term:
+    return Term("t", Estimate(1.0, 0.99, 1.01, "b", 4, "seeds"), at_most(1.05))
+
+
+def straddling() -> Term:
+    return Term("u", Estimate(1.04, 1.02, 1.06, "b", 4, "seeds"), at_most(1.05))
+
+
+def failing() -> Term:
+    return Term("w", Estimate.exact(2.0), at_most(1.05))
 
 
 def test_the_claims_tables_carry_the_decisive_terms_and_the_need():
     claims, terms = _claims(
-        _spec("X.1", (NARROW,)), _spec("X.2", (NARROW, OPEN)), _spec("X.3", (OPEN, FAILING))
+        _spec("X.1", (narrow(),)),
+        _spec("X.2", (narrow(), straddling())),
+        _spec("X.3", (straddling(), failing())),
     )
     rows = claims.set_index("claim")
     assert list(rows["verdict"]) == [HOLDS, UNDECIDED, FAILS]
@@ -132,7 +141,7 @@ def test_the_claims_tables_carry_the_decisive_terms_and_the_need():
 
 
 def test_the_results_page_keeps_a_table_cell_per_column_and_lists_undecided_first():
-    claims, terms = _claims(_spec("X.1", None), _spec("X.2", (OPEN,)))
+    claims, terms = _claims(_spec("X.1", None), _spec("X.2", (straddling(),)))
     text = markdown_page(claims, terms, "stamp")
     rows = _section(text.replace("| X.", "| N."), "Claims")
     assert rows[0].startswith("| N.2 ") and "| undecided | u: about" in rows[0]

@@ -67,23 +67,42 @@ def test_below_is_strict_at_its_end(lo, hi, expected):
     assert term(lo, hi, below(0.0)).verdict == expected
 
 
+# (the criteria are built in the tests' bodies, where mutation testing sees them called)
 @pytest.mark.parametrize(
-    ("criterion", "lo", "hi", "expected"),
+    ("make", "args", "lo", "hi", "expected"),
     [
-        (above(1.0), 1.0, 2.0, UNDECIDED),
-        (above(1.0), 1.01, 2.0, HOLDS),
-        (above(1.0), 0.5, 1.0, FAILS),
-        (at_least(1.0), 1.0, 2.0, HOLDS),
-        (at_least(1.0), 0.5, 0.99, FAILS),
-        (within(0.5, 2.0), 0.5, 2.0, HOLDS),
-        (within(0.5, 2.0), 0.4, 0.6, UNDECIDED),
-        (within(0.5, 2.0), 1.9, 2.1, UNDECIDED),
-        (within(0.5, 2.0), 2.01, 3.0, FAILS),
-        (within(0.5, 2.0), 0.1, 0.49, FAILS),
+        (above, (1.0,), 1.0, 2.0, UNDECIDED),
+        (above, (1.0,), 1.01, 2.0, HOLDS),
+        (above, (1.0,), 0.5, 1.0, FAILS),
+        (above, (1.0,), 0.5, 0.99, FAILS),
+        (at_least, (1.0,), 1.0, 2.0, HOLDS),
+        (at_least, (1.0,), 0.5, 1.0, UNDECIDED),
+        (at_least, (1.0,), 0.5, 0.99, FAILS),
+        (at_least, (1.0,), 0.99, 1.5, UNDECIDED),
+        (below, (1.0,), 0.5, 0.99, HOLDS),
+        (below, (1.0,), 0.5, 1.0, UNDECIDED),
+        (within, (0.5, 2.0), 0.5, 2.0, HOLDS),
+        (within, (0.5, 2.0), 0.4, 0.6, UNDECIDED),
+        (within, (0.5, 2.0), 1.9, 2.1, UNDECIDED),
+        (within, (0.5, 2.0), 2.0, 3.0, UNDECIDED),
+        (within, (0.5, 2.0), 2.01, 3.0, FAILS),
+        (within, (0.5, 2.0), 0.1, 0.49, FAILS),
     ],
 )
-def test_the_other_criteria(criterion, lo, hi, expected):
-    assert term(lo, hi, criterion).verdict == expected
+def test_the_other_criteria(make, args, lo, hi, expected):
+    assert term(lo, hi, make(*args)).verdict == expected
+
+
+def test_the_criteria_say_their_range():
+    assert [(c.low, c.high, c.closed, c.text) for c in (at_most(2), below(2))] == [
+        (-math.inf, 2, True, "<= 2"),
+        (-math.inf, 2, False, "< 2"),
+    ]
+    assert [(c.low, c.high, c.closed, c.text) for c in (at_least(2), above(2))] == [
+        (2, math.inf, True, ">= 2"),
+        (2, math.inf, False, "> 2"),
+    ]
+    assert within(0.5, 2).text == "in [0.5, 2]"
 
 
 def test_nearer_lies_between_the_midpoints_to_the_nearest_rivals():
@@ -109,6 +128,8 @@ def test_an_interval_with_nan_is_undecided_and_infinities_are_compared():
 def test_an_exact_estimate_is_decided_by_its_value():
     exact = Estimate.exact(1.05)
     assert (exact.lo, exact.hi) == (1.05, 1.05) and exact.units is None
+    assert exact.basis == "exact (no sampling)" and Estimate.exact(1, "LP").basis == "LP"
+    assert Estimate.bracket(1, 0.5, 2, "grid") == Estimate(1.0, 0.5, 2.0, "grid")
     assert Term("x", exact, at_most(1.05)).verdict == HOLDS
     assert Term("x", exact, below(1.05)).verdict == FAILS
     assert exact.text() == "1.05"
@@ -149,6 +170,8 @@ def test_the_text_and_the_margin_of_a_term():
     # the tighter of two holding terms is the one whose interval comes nearer the end
     assert margin(term(1.0, 1.04, at_most(1.05))) < margin(term(1.0, 1.02, at_most(1.05)))
     assert margin(Term("x", Estimate.exact(1.0), at_most(1.05))) > 1e6
+    anything = Term("x", Estimate(1.0, 0.0, 2.0, "b", 3, "seeds"), within(-math.inf, math.inf))
+    assert anything.verdict == HOLDS and margin(anything) == math.inf
 
 
 # --- resampling tables ---------------------------------------------------------------------
@@ -214,10 +237,20 @@ def test_bootstrap_counts_the_units_of_the_smallest_stratum_and_is_reproducible(
         return d.groupby("cond")["value"].mean()
 
     first = bootstrap(frame, means, "seed", "seeds", strata=["cond"], resamples=100)
-    again = bootstrap(frame, means, "seed", "seeds", strata=["cond"], resamples=100)
+    again = bootstrap(frame, means, ["seed"], "seeds", strata=["cond"], resamples=100, seed=0)
     assert first == again
     assert {e.units for e in first.values()} == {3}
     assert set(first) == {"a", "b", "c"}
+    # a stratum whose label is NaN (pre-LN has no alpha) is a stratum too
+    nan = frame.assign(cond=frame["cond"].replace("c", np.nan))
+    counted = bootstrap(nan, lambda d: d["value"].agg(["mean"]), "seed", "seeds", ["cond"], 0, 20)
+    assert counted["mean"].units == 3
+
+
+def test_bootstrap_takes_several_unit_columns():
+    frame = grid(seeds=4)  # 4 seeds x 3 rows in each condition: 12 (seed, row) units
+    found = bootstrap(frame, lambda d: d["value"].agg(["mean"]), ["seed", "row"], "cells")
+    assert found["mean"].units == 12
 
 
 def test_the_claims_resample_count_is_read_at_each_call(monkeypatch):
