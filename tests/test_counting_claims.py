@@ -10,18 +10,19 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from transformer_stability.claims import NOT_RUN, VERDICTS, claim_rows
+from transformer_stability import verdicts
+from transformer_stability.claims import NOT_RUN, VERDICTS, claims_tables, findings
 from transformer_stability.counting import claims as C
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.tables import (
     BminTheory,
-    EmpiricalBmin,
     Precision,
     Rates,
     Residual,
-    Success,
+    Training,
     Walls,
 )
+from transformer_stability.counting.rates import empirical_bmin, success_table
 from transformer_stability.counting.theory import error_exponent, predicted_exponent
 from transformer_stability.io import read_table
 from transformer_stability.provenance import with_provenance
@@ -144,30 +145,73 @@ def _rates(fitted=None, points=3, trained=None, bound=0.74):
     return _table([r | window for r in rows], Rates)
 
 
-def _empirical(lengths=TRAINED_LENGTHS, reached=lambda length: True, below=0):
-    """empirical_bmin.csv: regression B_min at 1.2x its lower bound (inf where not reached)."""
+RATIOS = (0.95, 1.1, 1.2, 1.3)  # the default grid of B / lower bound
+SEEDS = 4
+CLASSIFIED = (16, 32, 64)  # classification lengths
+FIT = TRAINED_LENGTHS[-3:]  # the fit's lengths at fit_points = 3
+
+
+def _settled(length: int, ratio: float, seed: int) -> bool:
+    """Every seed exact from B = 1.1 x the lower bound on: brackets (1, 1.1] at every length."""
+    return ratio >= 1.1
+
+
+def _training(
+    exact=_settled,
+    lengths=TRAINED_LENGTHS,
+    law=lambda length: _law(C.TRAINED, length),
+    classified=lambda length, seed: True,
+    bound=0.5,
+):
+    """training.csv: the regression grid (B = ratio x `law`) x SEEDS seeds, exact where
+    `exact(L, ratio, seed)`; classification at one `bound`, exact where `classified(L, seed)`;
+    and an unconstrained run per length (left out of the grids)."""
+    base = {"placement": C.TRAINED, "d": D, "steps": 10, "balanced_accuracy": 1.0}
     rows = []
     for length in lengths:
-        bound = _law(C.TRAINED, length)
-        bmin = 1.2 * bound if reached(length) else math.inf
+        for ratio in RATIOS:
+            for seed in range(SEEDS):
+                hit = exact(length, ratio, seed)
+                rows.append(
+                    base
+                    | {"readout": "regression", "L": length, "B": ratio * law(length)}
+                    | {"lower_bound": law(length), "ratio": ratio, "seed": seed}
+                    | {"accuracy": 1.0 if hit else 0.9, "max_error": 0.1 if hit else 0.7}
+                )
         rows.append(
-            {"placement": C.TRAINED, "readout": "regression", "d": D, "L": length}
-            | {"lower_bound": bound, "bmin": bmin, "ratio": bmin / bound, "fraction": 0.5}
-            | {"seed_bmin_low": 1.1 * bound, "seed_bmin_high": 1.3 * bound}
-            | {"exact_below_bound": below, "bounds": 4, "seeds": 4}
+            base
+            | {"readout": "regression", "L": length, "B": math.inf, "seed": 0}
+            | {"lower_bound": math.nan, "ratio": math.nan, "accuracy": 0.5, "max_error": 1.0}
         )
-    return _table(rows, EmpiricalBmin)
+    for length in CLASSIFIED:
+        for seed in range(SEEDS):
+            hit = classified(length, seed)
+            rows.append(
+                base
+                | {"readout": "classification", "L": length, "B": bound, "seed": seed}
+                | {"lower_bound": math.nan, "ratio": math.nan, "accuracy": 1.0 if hit else 0.5}
+                | {"best_head_margin": 1e-3}
+            )
+    frame = pd.DataFrame(rows).assign(
+        train_points="grid",
+        first_failing_count=math.nan,
+        max_vector_norm=1.0,
+        logit_margin=math.nan,
+        relative_margin=math.nan,
+        accuracy_float32=lambda f: f["accuracy"],
+    )
+    return _table(frame.to_dict("records"), Training)
 
 
-def _success(lengths=TRAINED_LENGTHS, bound=0.5, fraction=lambda length: 1.0):
-    """success.csv: classification at one fixed bound (regression rows are not read)."""
-    rows = [
-        {"placement": C.TRAINED, "readout": "classification", "d": D, "L": length, "B": bound}
-        | {"lower_bound": math.nan, "ratio": math.nan, "seeds": 4}
-        | {"exact": int(4 * fraction(length)), "fraction": fraction(length)}
-        for length in lengths
-    ]
-    return _table(rows, Success)
+def _trained(**kwargs) -> dict[str, pd.DataFrame]:
+    """training.csv with the success and B_min tables the pipeline derives from it."""
+    training = _training(**kwargs)
+    success = success_table(training)
+    return {
+        C.TRAINING: training,
+        C.SUCCESS: success,
+        C.EMPIRICAL: empirical_bmin(training, success),
+    }
 
 
 def _walls(wall=WALL):
@@ -185,8 +229,7 @@ def _satisfying() -> dict[str, pd.DataFrame]:
         C.RESIDUAL: _residual(),
         C.PRECISION: _precision(),
         C.RATES: _rates(),
-        C.EMPIRICAL: _empirical(),
-        C.SUCCESS: _success(),
+        **_trained(),
     }
 
 
