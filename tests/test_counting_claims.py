@@ -2,9 +2,12 @@
 contradict it, and that lack what it needs; and on the tiny run's tables."""
 
 import functools
+import itertools
 import math
 import re
+from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -14,7 +17,9 @@ from transformer_stability import verdicts
 from transformer_stability.claims import NOT_RUN, VERDICTS, claims_tables, findings
 from transformer_stability.counting import claims as C
 from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.rates import empirical_bmin, success_table
 from transformer_stability.counting.tables import (
+    QUORUM,
     BminTheory,
     Precision,
     Rates,
@@ -22,7 +27,6 @@ from transformer_stability.counting.tables import (
     Training,
     Walls,
 )
-from transformer_stability.counting.rates import empirical_bmin, success_table
 from transformer_stability.counting.theory import error_exponent, predicted_exponent
 from transformer_stability.io import read_table
 from transformer_stability.provenance import with_provenance
@@ -243,87 +247,470 @@ def _finding(claim_id: str, section=SECTION, **overrides):
     return spec.test({path: tables[path] for path in spec.tables}, section)
 
 
-def test_a_fit_identifies_the_law_it_lies_closest_to():
+@pytest.fixture(autouse=True)
+def _fewer_resamples(monkeypatch):
+    """200 resamples: enough for the seed intervals of 4 seeds these tables test."""
+    monkeypatch.setattr(verdicts, "RESAMPLES", 200)
+
+
+def _terms(finding) -> dict[str, verdicts.Term]:
+    return {term.name: term for term in finding.terms}
+
+
+def _verdict(claim_id: str, term: str, **overrides) -> str:
+    """The verdict of one term of a claim on the satisfying tables with `overrides`."""
+    return _terms(_finding(claim_id, **overrides))[term].verdict
+
+
+HOLDS, FAILS, UNDECIDED = verdicts.HOLDS, verdicts.FAILS, verdicts.UNDECIDED
+
+
+def test_the_laws_of_the_study():
     assert C.LAWS == (0.0, 0.75, 1.0, 1.5)
-    assert C.identifies(0.8, 0.75) and not C.identifies(0.9, 0.75) and C.identifies(0.9, 1.0)
-    assert not C.identifies(math.nan, 0.75) and not C.identifies(math.inf, 1.5)
-    assert C.identifies(0.3, 0.5, (0.0,)) and not C.identifies(0.2, 0.5, (0.0,))
 
 
 def test_every_claim_holds_on_tables_that_satisfy_it():
     for spec in C.CLAIMS:
         finding = _finding(spec.id)
-        assert finding is not None and finding.holds, (spec.id, finding)
+        assert finding is not None and finding.verdict == HOLDS, (spec.id, finding)
+        assert all(term.verdict == HOLDS for term in finding.terms), spec.id
         assert finding.value and finding.statistic
 
 
+def test_the_terms_of_every_claim():
+    """Each claim's terms by name, and which of them are exact (theory, counts) and which
+    carry a bootstrap over seeds (C.6's quorums) or a grid's bracket (C.6's slope)."""
+    names = {spec.id: list(_terms(_finding(spec.id))) for spec in C.CLAIMS}
+    assert names["C.1"] == [
+        "theory lengths without a linear construction",
+        "linear norm, relative spread over L",
+        "linear construction, largest grid error",
+    ]
+    assert names["C.2"] == [
+        *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
+        *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
+        *(f"steps in L where the bound does not rise, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
+    ]
+    assert names["C.3"] == [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES]
+    assert names["C.4"] == [
+        "d = 8: lengths up to the wall where bare pre-norm fails",
+        "d = 8: lengths past the wall where bare pre-norm counts",
+        "d = 8: lengths past the wall where a learned gain fails",
+    ]
+    placements = sorted(PLACEMENTS)
+    assert names["C.5"] == [
+        "placement-lengths without a classification construction",
+        *(f"norm / norm at shortest L, {p}" for p in PLACEMENTS),
+        "placements whose classification storage does not rise with L",
+        "placements whose regression storage varies with L",
+        *(f"margin slope, {p}" for p in placements),
+        *(f"best-head margin slope, {p}" for p in placements),
+    ]
+    assert names["C.6"] == [
+        "exact regression runs below the lower bound",
+        "B_min slope over L = 16-64",
+        *(f"seeds exact at B_min, L = {n} (B = 1.1 x bound)" for n in TRAINED_LENGTHS),
+        "largest classification B / smallest regression lower bound",
+        *(f"classification seeds exact at B = 0.5, L = {n}" for n in CLASSIFIED),
+    ]
+    for spec in C.CLAIMS:
+        for term in _finding(spec.id).terms:
+            sampled = spec.id == "C.6" and "seeds" in term.name
+            bracketed = spec.id == "C.6" and "slope" in term.name
+            basis = term.estimate.basis
+            if sampled:
+                assert (basis, term.estimate.units) == ("bootstrap over seeds", SEEDS), term.name
+            elif bracketed:
+                assert basis == "bracket of the B grid"
+            else:
+                assert basis == "exact (no sampling)" and term.estimate.units is None, term.name
+
+
+# --- C.1 ---------------------------------------------------------------------------------
+
+
+def test_c1_holds_on_a_constant_norm_and_a_zero_error():
+    finding = _finding("C.1")
+    assert finding.value == (
+        "norm 1.41 over d = 8, spread over L = 8-128 at most 0; largest error 1e-15 at L = 64"
+    )
+    assert _verdict("C.1", "linear construction, largest grid error") == HOLDS
+
+
 def test_c1_fails_when_the_linear_norm_grows_or_the_error_is_not_zero():
-    growing = _theory(linear=lambda length: math.sqrt(2) * math.log(length))
-    assert not _finding("C.1", **{C.THEORY: growing}).holds
-    assert not _finding("C.1", **{C.RESIDUAL: _residual(linear_error=1e-3)}).holds
+    growing = _finding("C.1", **{C.THEORY: _theory(linear=lambda n: math.sqrt(2) * math.log(n))})
+    assert growing.verdict == FAILS
+    assert _terms(growing)["linear norm, relative spread over L"].verdict == FAILS
+    slight = _theory(linear=lambda n: math.sqrt(2) * (1 + 2e-6 * (n == 128)))
+    assert _verdict("C.1", "linear norm, relative spread over L", **{C.THEORY: slight}) == FAILS
+    within = _theory(linear=lambda n: math.sqrt(2) * (1 + 5e-7 * (n == 128)))
+    assert _finding("C.1", **{C.THEORY: within}).verdict == HOLDS
+    error = "linear construction, largest grid error"
+    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=1e-3)}) == FAILS
+    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=1.5e-9)}) == FAILS
+    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=0.9e-9)}) == HOLDS
+
+
+def test_c1_fails_where_a_length_has_no_linear_construction_and_needs_two_lengths():
+    gone = _theory(linear=lambda n: math.inf if n == 32 else math.sqrt(2))
+    term = _terms(_finding("C.1", **{C.THEORY: gone}))[
+        "theory lengths without a linear construction"
+    ]
+    assert (term.estimate.point, term.verdict) == (1.0, FAILS)
     assert _finding("C.1", **{C.THEORY: _theory(lengths=(16,))}) is None
 
 
-def test_c2_fails_when_the_error_vanishes_at_finite_b_or_a_bound_stops_growing():
-    saturating = _residual(rate=lambda p: 0.05 if p == "post_bare" else error_exponent(p))
-    assert not _finding("C.2", **{C.RESIDUAL: saturating}).holds
-    flat = _theory(law=lambda p, length: 3.0 if p == "post_learned" else _law(p, length))
-    assert not _finding("C.2", **{C.THEORY: flat}).holds
+# --- C.2 ---------------------------------------------------------------------------------
+
+
+def test_c2_fails_when_the_error_vanishes_at_finite_b():
+    def rate(k):
+        return _residual(rate=lambda p: k if p == "post_bare" else error_exponent(p))
+
+    # post_bare's k = 1/2: nearer it than 0 above 1/4
+    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.05)}) == FAILS
+    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.24)}) == FAILS
+    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.26)}) == HOLDS
+    assert _finding("C.2", **{C.RESIDUAL: rate(0.05)}).verdict == FAILS
     assert _finding("C.2", **{C.RESIDUAL: _residual(errors=(0.1,))}) is None
 
 
-def test_c3_fails_when_a_fit_points_to_another_law_and_needs_three_points():
-    other = _rates(fitted={("post_learned", "construction"): 0.95})
-    finding = _finding("C.3", **{C.RATES: other})
-    assert not finding.holds and "post_learned 0.75/0.95 (0.75)" in finding.value
-    assert "construction/bound 1.30 at L = 128" in finding.value
+def test_c2_fails_when_a_bound_stops_growing():
+    flat = _theory(law=lambda p, n: 3.0 if p == "post_learned" else _law(p, n))
+    finding = _finding("C.2", **{C.THEORY: flat})
+    terms = _terms(finding)
+    assert terms["slope over L, post_learned"].verdict == FAILS
+    steps = terms["steps in L where the bound does not rise, post_learned"]
+    assert (steps.estimate.point, steps.verdict) == (len(LENGTHS) - 1, FAILS)
+    assert finding.value.endswith("rising at every L: no")
+    dip = _theory(law=lambda p, n: 0.9 * _law(p, 16) if (p, n) == ("none", 32) else _law(p, n))
+    terms = _terms(_finding("C.2", **{C.THEORY: dip}))
+    assert terms["slope over L, none"].verdict == HOLDS
+    assert terms["steps in L where the bound does not rise, none"].estimate.point == 1
+    assert _finding("C.2", **{C.THEORY: dip}).verdict == FAILS
+    assert _finding("C.2").value == (
+        "k at e = 0.05-0.1, L = 64: none 0.50 (0.5), post_bare 0.50 (0.5), post_learned 0.25 "
+        "(0.25); slope over L = 8-128: none 1.00 (1), pre_learned 1.00 (1), post_bare 1.50 "
+        "(1.5), post_learned 0.75 (0.75); rising at every L: yes"
+    )
+
+
+# --- C.3 ---------------------------------------------------------------------------------
+
+
+def test_c3_decides_each_fit_by_the_law_it_is_nearest():
+    def fit(exponent):
+        return {C.RATES: _rates(fitted={("post_learned", "construction"): exponent})}
+
+    term = "slope, post_learned construction"
+    assert _verdict("C.3", term, **fit(0.95)) == FAILS
+    assert _verdict("C.3", term, **fit(0.88)) == FAILS  # nearer 1 than 3/4
+    assert _verdict("C.3", term, **fit(0.86)) == HOLDS
+    assert _verdict("C.3", term, **fit(0.38)) == HOLDS
+    assert _verdict("C.3", term, **fit(0.37)) == FAILS  # nearer 0
+    assert _verdict("C.3", term, **fit(math.nan)) == UNDECIDED
+    finding = _finding("C.3", **fit(0.95))
+    assert finding.verdict == FAILS
+    assert finding.value == (
+        "none 1.00/1.00 (1), construction/bound 1.30 at L = 128; post_bare 1.50/1.50 (1.5), "
+        "construction/bound 1.30 at L = 128; post_learned 0.75/0.95 (0.75), construction/bound "
+        "1.30 at L = 128; fits over L = 32-128, 3 points"
+    )
+
+
+def test_c3_needs_three_fit_points():
     assert _finding("C.3", **{C.RATES: _rates(points=2)}) is None
+    assert _finding("C.3", **{C.RATES: _rates(points=3)}) is not None
+
+
+# --- C.4 ---------------------------------------------------------------------------------
 
 
 def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_not():
-    def counting_past(p, length):
-        return 0.1 * length**2 if p == "pre_bare" else _law(p, length)
+    def counting_past(p, n):
+        return 0.1 * n**2 if p == "pre_bare" else _law(p, n)
 
-    assert not _finding("C.4", **{C.THEORY: _theory(law=counting_past)}).holds
+    def stuck_learned(p, n):
+        return math.inf if p == "pre_learned" and n > WALL else _law(p, n)
 
-    def stuck_learned(p, length):
-        return math.inf if p == "pre_learned" and length > WALL else _law(p, length)
+    def short_of_the_wall(p, n):
+        return math.inf if p == "pre_bare" and n == 16 else _law(p, n)
 
-    assert not _finding("C.4", **{C.THEORY: _theory(law=stuck_learned)}).holds
-    finding = _finding("C.4")
-    assert "bare pre-norm counts at 3/3 lengths up to it and 0/2 past it" in finding.value
+    for law, term, count in (
+        (counting_past, "d = 8: lengths past the wall where bare pre-norm counts", 2),
+        (stuck_learned, "d = 8: lengths past the wall where a learned gain fails", 2),
+        (short_of_the_wall, "d = 8: lengths up to the wall where bare pre-norm fails", 1),
+    ):
+        finding = _finding("C.4", **{C.THEORY: _theory(law=law)})
+        assert finding.verdict == FAILS
+        assert [(t.name, t.estimate.point) for t in finding.terms if t.verdict == FAILS] == [
+            (term, count)
+        ]
+    assert _finding("C.4").value == (
+        "d = 8: wall L = 34, bare pre-norm counts at 3/3 lengths up to it and 0/2 past it, "
+        "learned gain at 2/2 past it"
+    )
     assert _finding("C.4", **{C.WALLS: _walls(wall=200)}) is None
+    assert _finding("C.4", **{C.WALLS: _walls(wall=127)}) is not None
 
 
-def test_c5_fails_on_growing_norms_flat_storage_or_rising_margins():
-    growing = _theory(classified=lambda p, length: math.sqrt(length))
-    assert not _finding("C.5", **{C.THEORY: growing}).holds
-    assert not _finding("C.5", **{C.PRECISION: _precision(head=lambda length: 5)}).holds
-    assert not _finding(
-        "C.5", **{C.PRECISION: _precision(margin=lambda length: 1e-6 * length)}
-    ).holds
-    assert not _finding("C.5", **{C.PRECISION: _precision(best=lambda length: 1e-6 * length)}).holds
+# --- C.5 ---------------------------------------------------------------------------------
+
+
+def test_c5_fails_on_growing_norms():
+    growing = _finding("C.5", **{C.THEORY: _theory(classified=lambda p, n: math.sqrt(n))})
+    assert growing.verdict == FAILS
+    assert _terms(growing)["norm / norm at shortest L, none"].estimate.point == 4.0
+
+    def slight(step):
+        return {C.THEORY: _theory(classified=lambda p, n: 1 + step * ((p, n) == ("none", 128)))}
+
+    assert _verdict("C.5", "norm / norm at shortest L, none", **slight(2e-6)) == FAILS
+    assert _verdict("C.5", "norm / norm at shortest L, none", **slight(5e-7)) == HOLDS
+    gone = _theory(classified=lambda p, n: math.inf if (p, n) == ("pre_bare", 64) else 1.0)
+    term = _terms(_finding("C.5", **{C.THEORY: gone}))[
+        "placement-lengths without a classification construction"
+    ]
+    assert (term.estimate.point, term.verdict) == (1, FAILS)
+
+
+def test_c5_fails_on_flat_classification_or_varying_regression_storage():
+    flat = _finding("C.5", **{C.PRECISION: _precision(head=lambda n: 5)})
+    term = _terms(flat)["placements whose classification storage does not rise with L"]
+    assert (term.estimate.point, term.verdict) == (len(PLACEMENTS), FAILS)
+    varying = _precision().assign(
+        parameters=lambda f: (
+            f["parameters"]
+            + ((f["readout"] == "regression") & (f["placement"] == "none") & (f["L"] == 64))
+        )
+    )
+    term = _terms(_finding("C.5", **{C.PRECISION: varying}))[
+        "placements whose regression storage varies with L"
+    ]
+    assert (term.estimate.point, term.verdict) == (1, FAILS)
+
+
+def test_c5_fails_on_rising_margins_and_is_undecided_without_any():
+    rising = _precision(margin=lambda n: 1e-6 * n)
+    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: rising}) == FAILS
+    best = _precision(best=lambda n: 1e-6 * n)
+    assert _verdict("C.5", "best-head margin slope, post_bare", **{C.PRECISION: best}) == FAILS
+    flat = _precision(margin=lambda n: 1e-3)
+    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: flat}) == FAILS
+    unmeasured = _precision(margin=lambda n: math.nan, best=lambda n: math.nan)
+    finding = _finding("C.5", **{C.PRECISION: unmeasured})
+    assert finding.verdict == UNDECIDED
+    assert [t.name for t in finding.terms if t.verdict != HOLDS] == ["margin slope, no placement"]
+    assert "margin slope not run, best head not run" in finding.value
+    no_lp = _finding("C.5", **{C.PRECISION: _precision(best=lambda n: math.nan)})
+    assert no_lp.verdict == HOLDS and not any("best" in t.name for t in no_lp.terms)
+
+
+def test_c5_value_and_its_minimum_of_two_lengths():
+    assert _finding("C.5").value == (
+        "largest norm 1x the one at L = 8 over L = 8-128 in 5 placements (no-norm regression "
+        "16x); 35.9x the regression read-out's trainable numbers at L = 128; margin slope -3.50 "
+        "to -3.50, best head -3.00 to -3.00; trained exact classifiers at L = 128: 1, relative "
+        "margin 0.001, 1 exact in float32"
+    )
     short = {C.THEORY: _theory(lengths=(8,)), C.PRECISION: _precision(lengths=(8,))}
     assert _finding("C.5", **short) is None
 
 
-def test_c6_fails_without_the_split_and_needs_three_lengths_and_fit_points():
-    unreached = _empirical(reached=lambda length: length < 64)
-    assert not _finding("C.6", **{C.EMPIRICAL: unreached}).holds
-    assert not _finding("C.6", **{C.EMPIRICAL: _empirical(below=1)}).holds
-    assert not _finding("C.6", **{C.RATES: _rates(trained=1.0)}).holds
-    assert not _finding("C.6", **{C.SUCCESS: _success(bound=3.0)}).holds  # above a bound
-    failing = _success(fraction=lambda length: 0.25 if length == 64 else 1.0)
-    assert not _finding("C.6", **{C.SUCCESS: failing}).holds
-    finding = _finding("C.6")
-    assert "slope 0.75 (0.75), lower bound 0.74 over L = 32-128" in finding.value
-    assert _finding("C.6", **{C.EMPIRICAL: _empirical(lengths=(8, 16))}) is None
+# --- C.6 ---------------------------------------------------------------------------------
+
+
+def _c6(**kwargs):
+    """C.6 on the satisfying tables with the training grid of `_trained(**kwargs)`."""
+    return _finding("C.6", **_trained(**kwargs))
+
+
+def _corner_slopes(lows, highs, lengths=FIT):
+    """Every corner's least-squares slope (by np.polyfit): the range a reference computes."""
+    x = np.log(lengths)
+    return [
+        float(np.polyfit(x, np.log(corner), 1)[0])
+        for corner in itertools.product(*zip(lows, highs, strict=True))
+    ]
+
+
+def _exact_from(start: Mapping[int, float]):
+    """Every seed exact from B / lower bound >= start[L] (1.1 by default)."""
+    return lambda n, ratio, seed: ratio >= start.get(n, 1.1) - 1e-9
+
+
+def test_c6_slope_range_is_every_corner_of_the_brackets():
+    term = _terms(_c6())["B_min slope over L = 16-64"]
+    slopes = _corner_slopes(
+        [_law(C.TRAINED, n) for n in FIT], [1.1 * _law(C.TRAINED, n) for n in FIT]
+    )
+    assert term.estimate.lo == pytest.approx(min(slopes), abs=1e-12)
+    assert term.estimate.hi == pytest.approx(max(slopes), abs=1e-12)
+    assert term.estimate.point == pytest.approx(0.75)
+    assert term.verdict == HOLDS
+
+
+def test_c6_straddles_the_midpoint_and_says_what_grid_step_decides_it():
+    """B_min in (1.2, 1.3] x bound at L = 64 and (1, 1.1] at L = 16: the slopes allowed run
+    from 0.81 to 0.94, across 0.875; the need is the step at which brackets centred on the
+    brackets' centres give a range clear of 0.875."""
+    finding = _c6(exact=_exact_from({64: 1.3}))
+    term = _terms(finding)["B_min slope over L = 16-64"]
+    lows = [_law(C.TRAINED, n) * r for n, r in zip(FIT, (1.0, 1.0, 1.2), strict=True)]
+    highs = [_law(C.TRAINED, n) * r for n, r in zip(FIT, (1.1, 1.1, 1.3), strict=True)]
+    slopes = _corner_slopes(lows, highs)
+    assert (term.estimate.lo, term.estimate.hi) == pytest.approx((min(slopes), max(slopes)))
+    assert term.estimate.lo < 0.875 < term.estimate.hi and term.verdict == UNDECIDED
+    assert finding.verdict == UNDECIDED
+    step = (
+        float(
+            re.fullmatch(
+                r"B steps <= ([\d.]+) % near B_min at L = 16, 64 \(B_min at its "
+                r"bracket's centre\)",
+                term.need,
+            ).group(1)
+        )
+        / 100
+    )
+    centres = [math.sqrt(a * b) for a, b in zip(lows, highs, strict=True)]
+
+    def clears(s):
+        grid = _corner_slopes(
+            [c / math.sqrt(1 + s) for c in centres], [c * math.sqrt(1 + s) for c in centres]
+        )
+        return max(grid) < 0.875 or min(grid) > 0.875
+
+    assert clears(step) and not clears(step * 1.1)  # floored to two digits, not more
+    assert f"{term.name}: {term.need}" in term.deciding_need()
+
+
+def test_c6_need_when_the_brackets_centre_sits_near_the_law_boundary():
+    far = _c6(exact=_exact_from({64: 1.3, 32: 1.2}), law=lambda n: 0.5 * n**0.7)
+    term = _terms(far)["B_min slope over L = 16-64"]
+    assert term.verdict == UNDECIDED
+    assert term.need.startswith("B steps <= ")
+
+
+def test_c6_fails_when_b_min_follows_another_law():
+    finding = _c6(law=lambda n: 0.5 * n)
+    term = _terms(finding)["B_min slope over L = 16-64"]
+    assert term.estimate.lo > 0.875 and term.verdict == FAILS and finding.verdict == FAILS
+    flat = _terms(_c6(law=lambda n: 2.0))["B_min slope over L = 16-64"]
+    assert flat.estimate.hi < 0.375 and flat.verdict == FAILS
+
+
+def test_c6_an_unreached_length_fails_its_quorum_and_opens_the_bracket():
+    finding = _c6(exact=lambda n, ratio, seed: n != 64 and ratio >= 1.1)
+    terms = _terms(finding)
+    quorum = terms["seeds exact at the largest B, L = 64 (B = 1.3 x bound)"]
+    assert (quorum.estimate.point, quorum.verdict) == (0.0, FAILS)
+    slope = terms["B_min slope over L = 16-64"]
+    assert slope.estimate.hi == math.inf and slope.estimate.point == math.inf
+    assert slope.need == "a grid bound meeting the quorum at L = 64"
+    assert finding.verdict == FAILS
+    assert "(1.3, inf] (L = 64)" in finding.value
+
+
+def test_c6_seeds_split_at_b_min_leave_the_quorum_undecided():
+    three = _c6(exact=lambda n, ratio, seed: ratio >= 1.1 and (n != 32 or seed))
+    term = _terms(three)["seeds exact at B_min, L = 32 (B = 1.1 x bound)"]
+    assert term.estimate.point == 0.75 and term.estimate.lo < QUORUM
+    assert term.verdict == UNDECIDED and three.verdict == UNDECIDED
+    assert re.fullmatch(
+        r".*: about \d+ seeds at the observed spread \(now 4\)", term.deciding_need()
+    )
+    half = _c6(exact=lambda n, ratio, seed: ratio >= 1.1 and (n != 32 or seed < 2))
+    term = _terms(half)["seeds exact at B_min, L = 32 (B = 1.1 x bound)"]
+    assert term.estimate.point == QUORUM and term.verdict == UNDECIDED
+
+
+def test_c6_seeds_exact_under_b_min_leave_the_bracket_undecided():
+    """L = 64: every seed exact from 1.2 x bound, one already at 1.1: the bound under B_min
+    misses the quorum, but a resample of the seeds could meet it."""
+    one = _c6(
+        exact=lambda n, ratio, seed: ratio >= 1.2 or (ratio >= 1.1 and (n != 64 or seed == 0))
+    )
+    terms = _terms(one)
+    under = terms["seeds exact below B_min, L = 64 (B = 1.1 x bound)"]
+    assert under.estimate.point == 0.25 and under.verdict == UNDECIDED
+    assert terms["seeds exact at B_min, L = 64 (B = 1.2 x bound)"].verdict == HOLDS
+    clean = _terms(_c6(exact=_exact_from({64: 1.2, 8: 1.2})))
+    assert clean["seeds exact below B_min, L = 64 (B = 1.1 x bound)"].verdict == HOLDS
+    assert not any(name.startswith("seeds exact below B_min, L = 8") for name in clean)
+
+
+def test_c6_fails_on_an_exact_run_below_the_lower_bound():
+    finding = _c6(exact=lambda n, ratio, seed: ratio >= 1.1 or (n, seed) == (32, 0))
+    term = _terms(finding)["exact regression runs below the lower bound"]
+    assert (term.estimate.point, term.verdict) == (1, FAILS)
+    assert finding.verdict == FAILS
+
+
+def test_c6_classification_quorum_and_bound():
+    def quorum(finding, n=64):
+        return _terms(finding)[f"classification seeds exact at B = 0.5, L = {n}"]
+
+    half = _c6(classified=lambda n, seed: n != 64 or seed < 2)
+    assert quorum(half).verdict == UNDECIDED and half.verdict == UNDECIDED
+    none = _c6(classified=lambda n, seed: n != 64)
+    assert (quorum(none).estimate.point, quorum(none).verdict) == (0.0, FAILS)
+    assert quorum(none, 32).verdict == HOLDS
+    above = _c6(bound=3.0)
+    ratio = _terms(above)["largest classification B / smallest regression lower bound"]
+    assert ratio.estimate.point == pytest.approx(3.0 / _law(C.TRAINED, 8))
+    assert ratio.verdict == FAILS and above.verdict == FAILS
+
+
+def test_c6_brackets_of_monotone_and_non_monotone_grids():
+    def bracket(fractions, bound=1.0):
+        part = pd.DataFrame({"B": RATIOS, "fraction": fractions, "lower_bound": bound, "L": 16})
+        b = C._bracket(part)
+        return (b.lo, b.bmin, b.hi, b.under, b.length, b.bound)
+
+    assert bracket([0, 1, 1, 1]) == (1.0, 1.1, 1.1, None, 16, 1.0)
+    assert bracket([0, 0.25, 0.5, 1]) == (1.1, 1.2, 1.2, 1.1, 16, 1.0)
+    assert bracket([0, 0, 0.75, 0.5]) == (1.1, 1.2, 1.2, 1.1, 16, 1.0)
+    assert bracket([0, 1, 0, 1]) == (1.0, 1.1, 1.3, None, 16, 1.0)  # met, missed, met
+    assert bracket([0, 1, 1, 0]) == (1.0, 1.1, math.inf, None, 16, 1.0)
+    assert bracket([0, 0, 0, 0.25]) == (1.3, math.inf, math.inf, None, 16, 1.0)
+    assert bracket([1, 1, 1, 1], bound=1.0) == (0.95, 0.95, 0.95, None, 16, 1.0)
+    assert bracket([0, 1, 1, 1], bound=0.9) == (0.95, 1.1, 1.1, 0.95, 16, 0.9)
+
+
+def test_c6_weights_are_the_least_squares_slope():
+    lengths = np.array([8.0, 16.0, 64.0, 100.0])
+    values = np.array([1.0, 3.0, 2.0, 7.0])
+    w = C._weights(lengths)
+    assert C._fit(w, values) == pytest.approx(np.polyfit(np.log(lengths), np.log(values), 1)[0])
+    assert list(C._weights(np.array(FIT)) == 0) == [False, True, False]
+
+
+def test_c6_percentages_are_floored_to_two_digits():
+    assert [C._floored(p) for p in (1.269, 12.69, 0.04569, 3.0)] == [
+        "1.2 %",
+        "12 %",
+        "0.045 %",
+        "3 %",
+    ]
+
+
+def test_c6_value_and_what_it_needs_to_run():
+    assert _c6(exact=_exact_from({64: 1.3})).value == (
+        "regression: 0 exact runs below the bound; B_min / bound in (1, 1.1] (L = 8), (1, 1.1] "
+        "(L = 16), (1, 1.1] (L = 32), (1.2, 1.3] (L = 64); slope 0.75 (0.75), lower bound 0.74 "
+        "over L = 32-128; classification at B = 0.5 (regression lower bound >= 2.38): 1 (L = 16), "
+        "1 (L = 32), 1 (L = 64)"
+    )
+    assert _c6(lengths=(8, 16)) is None
     assert _finding("C.6", section={"theory": {"fit_points": 2}}) is None
+    spec = next(spec for spec in C.CLAIMS if spec.id == "C.6")
+    assert spec.units == {C.TRAINING: ("seed",)} and C.TRAINING in spec.tables
 
 
 def test_the_registry_evaluates_study_c_in_order():
-    table = evaluate_claims(_tables(), {"counting": SECTION})
+    table, terms = evaluate_claims(_tables(), {"counting": SECTION})
     ours = table[table["claim"].str.startswith("C.")]
+    assert set(terms.loc[terms["claim"].str.startswith("C."), "verdict"]) == {"holds"}
     assert list(ours["claim"]) == [f"C.{k}" for k in range(1, 7)]
     assert set(ours["verdict"]) == {"holds"} and set(ours["figure"]) <= {
         f"C{k}" for k in range(1, 8)
@@ -346,12 +733,16 @@ def test_claims_of_the_tiny_run(tiny_run):
     config = yaml.safe_load((results / "config.yaml").read_text())
     paths = {path for spec in C.CLAIMS for path in spec.tables}
     tables = {p: read_table(results / p, table_model(results / p), config) for p in paths}
-    rows = claim_rows(C.CLAIMS, tables, config["counting"])
-    assert {row["verdict"] for row in rows} <= set(VERDICTS)
-    assert {row["claim"] for row in rows if row["verdict"] == NOT_RUN} == {"C.3", "C.4", "C.6"}
-    assert all(row["value"] for row in rows if row["verdict"] != NOT_RUN)
+    claims, terms = claims_tables(findings(C.CLAIMS, tables, config["counting"]))
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    assert set(claims.loc[claims["verdict"] == NOT_RUN, "claim"]) == {"C.3", "C.4", "C.6"}
+    assert claims.loc[claims["verdict"] != NOT_RUN, "value"].map(bool).all()
     written = pd.read_csv(results / "claims.csv").set_index("claim")
-    for row in rows:
-        line = written.loc[row["claim"]]
-        assert (line["verdict"], line["figure"]) == (row["verdict"], row["figure"])
-        assert (line["value"] if isinstance(line["value"], str) else None) == row["value"]
+    for row in claims.itertuples():
+        line = written.loc[row.claim]
+        assert (line["verdict"], line["figure"]) == (row.verdict, row.figure)
+        assert (line["value"] if isinstance(line["value"], str) else None) == row.value
+    written_terms = pd.read_csv(results / "claim_terms.csv")
+    ours = written_terms[written_terms["claim"].str.startswith("C.")]
+    assert list(ours["term"]) == list(terms["term"])
+    assert list(ours["verdict"]) == list(terms["verdict"])
