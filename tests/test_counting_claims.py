@@ -269,64 +269,49 @@ def test_the_laws_of_the_study():
     assert C.LAWS == (0.0, 0.75, 1.0, 1.5)
 
 
-def test_every_claim_holds_on_tables_that_satisfy_it():
-    for spec in C.CLAIMS:
-        finding = _finding(spec.id)
-        assert finding is not None and finding.verdict == HOLDS, (spec.id, finding)
-        assert all(term.verdict == HOLDS for term in finding.terms), spec.id
-        assert finding.value and finding.statistic
+@functools.cache
+def _satisfied(claim_id: str):
+    """The claim's finding on the satisfying tables (computed once: tests only read it)."""
+    return _finding(claim_id)
 
 
-def test_the_terms_of_every_claim():
-    """Each claim's terms by name, and which of them are exact (theory, counts) and which
-    carry a bootstrap over seeds (C.6's quorums) or a grid's bracket (C.6's slope)."""
-    names = {spec.id: list(_terms(_finding(spec.id))) for spec in C.CLAIMS}
-    assert names["C.1"] == [
+def _names(claim_id: str) -> list[str]:
+    return [term.name for term in _satisfied(claim_id).terms]
+
+
+@pytest.mark.parametrize("claim_id", [spec.id for spec in C.CLAIMS])
+def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
+    """Every term holds; C.1-C.5's terms are exact (theory, LP bounds, constructions,
+    counts); C.6's carry a bootstrap over seeds (quorums), a grid's bracket (the slope), or
+    are exact (counts and the classification bound)."""
+    finding = _satisfied(claim_id)
+    assert finding is not None and finding.verdict == HOLDS
+    assert all(term.verdict == HOLDS for term in finding.terms)
+    assert finding.value and finding.statistic
+    for term in finding.terms:
+        estimate = term.estimate
+        if claim_id == "C.6" and "seeds" in term.name:
+            assert (estimate.basis, estimate.units, estimate.unit) == (
+                "bootstrap over seeds",
+                SEEDS,
+                "seeds",
+            )
+        elif claim_id == "C.6" and "slope" in term.name:
+            assert (estimate.basis, estimate.units) == ("bracket of the B grid", None)
+        else:
+            assert estimate.basis == "exact (no sampling)" and estimate.units is None
+            assert estimate.lo == estimate.point == estimate.hi, term.name
+
+
+# --- C.1 ---------------------------------------------------------------------------------
+
+
+def test_c1_terms():
+    assert _names("C.1") == [
         "theory lengths without a linear construction",
         "linear norm, relative spread over L",
         "linear construction, largest grid error",
     ]
-    assert names["C.2"] == [
-        *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
-        *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
-        *(f"steps in L where the bound does not rise, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
-    ]
-    assert names["C.3"] == [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES]
-    assert names["C.4"] == [
-        "d = 8: lengths up to the wall where bare pre-norm fails",
-        "d = 8: lengths past the wall where bare pre-norm counts",
-        "d = 8: lengths past the wall where a learned gain fails",
-    ]
-    placements = sorted(PLACEMENTS)
-    assert names["C.5"] == [
-        "placement-lengths without a classification construction",
-        *(f"norm / norm at shortest L, {p}" for p in PLACEMENTS),
-        "placements whose classification storage does not rise with L",
-        "placements whose regression storage varies with L",
-        *(f"margin slope, {p}" for p in placements),
-        *(f"best-head margin slope, {p}" for p in placements),
-    ]
-    assert names["C.6"] == [
-        "exact regression runs below the lower bound",
-        "B_min slope over L = 16-64",
-        *(f"seeds exact at B_min, L = {n} (B = 1.1 x bound)" for n in TRAINED_LENGTHS),
-        "largest classification B / smallest regression lower bound",
-        *(f"classification seeds exact at B = 0.5, L = {n}" for n in CLASSIFIED),
-    ]
-    for spec in C.CLAIMS:
-        for term in _finding(spec.id).terms:
-            sampled = spec.id == "C.6" and "seeds" in term.name
-            bracketed = spec.id == "C.6" and "slope" in term.name
-            basis = term.estimate.basis
-            if sampled:
-                assert (basis, term.estimate.units) == ("bootstrap over seeds", SEEDS), term.name
-            elif bracketed:
-                assert basis == "bracket of the B grid"
-            else:
-                assert basis == "exact (no sampling)" and term.estimate.units is None, term.name
-
-
-# --- C.1 ---------------------------------------------------------------------------------
 
 
 def test_c1_holds_on_a_constant_norm_and_a_zero_error():
@@ -361,6 +346,14 @@ def test_c1_fails_where_a_length_has_no_linear_construction_and_needs_two_length
 
 
 # --- C.2 ---------------------------------------------------------------------------------
+
+
+def test_c2_terms():
+    assert _names("C.2") == [
+        *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
+        *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
+        *(f"steps in L where the bound does not rise, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
+    ]
 
 
 def test_c2_fails_when_the_error_vanishes_at_finite_b():
@@ -398,6 +391,10 @@ def test_c2_fails_when_a_bound_stops_growing():
 # --- C.3 ---------------------------------------------------------------------------------
 
 
+def test_c3_terms():
+    assert _names("C.3") == [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES]
+
+
 def test_c3_decides_each_fit_by_the_law_it_is_nearest():
     def fit(exponent):
         return {C.RATES: _rates(fitted={("post_learned", "construction"): exponent})}
@@ -424,6 +421,14 @@ def test_c3_needs_three_fit_points():
 
 
 # --- C.4 ---------------------------------------------------------------------------------
+
+
+def test_c4_terms():
+    assert _names("C.4") == [
+        "d = 8: lengths up to the wall where bare pre-norm fails",
+        "d = 8: lengths past the wall where bare pre-norm counts",
+        "d = 8: lengths past the wall where a learned gain fails",
+    ]
 
 
 def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_not():
@@ -455,6 +460,18 @@ def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_no
 
 
 # --- C.5 ---------------------------------------------------------------------------------
+
+
+def test_c5_terms():
+    placements = sorted(PLACEMENTS)
+    assert _names("C.5") == [
+        "placement-lengths without a classification construction",
+        *(f"norm / norm at shortest L, {p}" for p in PLACEMENTS),
+        "placements whose classification storage does not rise with L",
+        "placements whose regression storage varies with L",
+        *(f"margin slope, {p}" for p in placements),
+        *(f"best-head margin slope, {p}" for p in placements),
+    ]
 
 
 def test_c5_fails_on_growing_norms():
@@ -539,8 +556,18 @@ def _exact_from(start: Mapping[int, float]):
     return lambda n, ratio, seed: ratio >= start.get(n, 1.1) - 1e-9
 
 
+def test_c6_terms():
+    assert _names("C.6") == [
+        "exact regression runs below the lower bound",
+        "B_min slope over L = 16-64",
+        *(f"seeds exact at B_min, L = {n} (B = 1.1 x bound)" for n in TRAINED_LENGTHS),
+        "largest classification B / smallest regression lower bound",
+        *(f"classification seeds exact at B = 0.5, L = {n}" for n in CLASSIFIED),
+    ]
+
+
 def test_c6_slope_range_is_every_corner_of_the_brackets():
-    term = _terms(_c6())["B_min slope over L = 16-64"]
+    term = _terms(_satisfied("C.6"))["B_min slope over L = 16-64"]
     slopes = _corner_slopes(
         [_law(C.TRAINED, n) for n in FIT], [1.1 * _law(C.TRAINED, n) for n in FIT]
     )
@@ -677,6 +704,65 @@ def test_c6_brackets_of_monotone_and_non_monotone_grids():
     assert bracket([0, 1, 1, 1], bound=0.9) == (0.95, 1.1, 1.1, 0.95, 16, 0.9)
 
 
+def _brackets(lows, highs, lengths=FIT):
+    return [
+        C.Bracket(n, lo, hi, hi, None, 1.0) for n, lo, hi in zip(lengths, lows, highs, strict=True)
+    ]
+
+
+def test_c6_slope_range_and_need_of_given_brackets():
+    lengths = (8, 16, 32, 64)
+    lows, highs = [1.0, 2.0, 2.5, 5.0], [1.5, 2.2, 3.5, 5.5]
+    w = C._weights(np.array(lengths))
+    slopes = _corner_slopes(lows, highs, lengths)
+    assert C._slope_range(_brackets(lows, highs, lengths), w) == pytest.approx(
+        (min(slopes), max(slopes))
+    )
+    law = C.nearer(0.75, C.LAWS)
+    open_top = _brackets([1.0, 1.0, 1.0], [1.1, 1.1, math.inf])
+    assert C._step_need(open_top, C._weights(np.array(FIT)), law) == (
+        "a grid bound meeting the quorum at L = 64"
+    )
+    middle_open = _brackets([1.0, 1.0, 1.0], [1.1, math.inf, 1.1])  # no weight: moves nothing
+    assert C._step_need(middle_open, C._weights(np.array(FIT)), law).startswith("B steps <= ")
+    edge = _brackets([1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
+    w = C._weights(np.array(FIT))
+    on_end = verdicts.Criterion(C._fit(w, np.array([1.0, 1.0, 3.0])), math.inf, False, "> it")
+    assert C._step_need(edge, w, on_end) == (
+        "the slope through the brackets' centres sits on the criterion's end"
+    )
+    centred = _brackets([1.0, 1.0, 4**0.85], [1.0, 1.0, 4**0.85])  # slope 0.85: gap 0.025
+    step = math.exp(2 * 0.025 * math.log(4) / 2) - 1  # sum|w| = 2 / log 4
+    assert C._step_need(centred, C._weights(np.array(FIT)), law) == (
+        f"B steps <= {C._floored(100 * step)} near B_min at L = 16, 64 (B_min at its "
+        "bracket's centre)"
+    )
+
+
+def test_c6_quorum_terms_name_the_cells_of_each_bracket():
+    brackets = [
+        C.Bracket(8, 1.0, 1.1, 1.1, None, 1.0),
+        C.Bracket(16, 2.2, 2.4, 2.6, 2.2, 2.0),
+        C.Bracket(32, 3.9, math.inf, math.inf, None, 3.0),
+        C.Bracket(64, 4.4, 4.8, 4.8, 4.4, 4.0),
+    ]
+    seeds = {
+        ("regression", n, b): verdicts.Estimate(f, f, f, "bootstrap over seeds", 4, "seeds")
+        for n, b, f in ((8, 1.1, 1.0), (16, 2.4, 0.5), (16, 2.2, 0.0), (32, 3.9, 0.25))
+        + ((64, 4.8, 1.0), (64, 4.4, 0.75))
+    }
+    terms = C._quorum_terms(brackets, {16, 32, 64}, seeds)
+    assert [(t.name, t.estimate.point, t.criterion.text) for t in terms] == [
+        ("seeds exact at B_min, L = 8 (B = 1.1 x bound)", 1.0, ">= 0.5"),
+        ("seeds exact at B_min, L = 16 (B = 1.2 x bound)", 0.5, ">= 0.5"),
+        ("seeds exact below B_min, L = 16 (B = 1.1 x bound)", 0.0, "< 0.5"),
+        ("seeds exact at the largest B, L = 32 (B = 1.3 x bound)", 0.25, ">= 0.5"),
+        ("seeds exact at B_min, L = 64 (B = 1.2 x bound)", 1.0, ">= 0.5"),
+        ("seeds exact below B_min, L = 64 (B = 1.1 x bound)", 0.75, "< 0.5"),
+    ]
+    assert len(C._quorum_terms(brackets, {32}, seeds)) == 4  # under B_min: fit lengths only
+
+
 def test_c6_weights_are_the_least_squares_slope():
     lengths = np.array([8.0, 16.0, 64.0, 100.0])
     values = np.array([1.0, 3.0, 2.0, 7.0])
@@ -707,7 +793,8 @@ def test_c6_value_and_what_it_needs_to_run():
     assert spec.units == {C.TRAINING: ("seed",)} and C.TRAINING in spec.tables
 
 
-def test_the_registry_evaluates_study_c_in_order():
+def test_the_registry_evaluates_study_c_in_order(monkeypatch):
+    monkeypatch.setattr(verdicts, "RESAMPLES", 20)  # all seeds exact: any count of resamples
     table, terms = evaluate_claims(_tables(), {"counting": SECTION})
     ours = table[table["claim"].str.startswith("C.")]
     assert set(terms.loc[terms["claim"].str.startswith("C."), "verdict"]) == {"holds"}

@@ -473,14 +473,19 @@ def _step_need(brackets: list[Bracket], w: np.ndarray, criterion: Criterion) -> 
 def _seed_fractions(training: pd.DataFrame) -> dict[tuple[str, int, float], Estimate]:
     """The fraction of seeds exact per (read-out, L, B) of the trained bound grids, each with
     its interval over resamples of the seeds, drawn apart at each (read-out, L): a seed's runs
-    at one length share its initialization, so they are one unit."""
+    at one length share its initialization, so they are one unit. The resampled frame holds
+    only what the statistic reads, each run's cell as a code (one bincount per resample)."""
     runs = training[(training["placement"] == TRAINED) & np.isfinite(training["B"])]
-    runs = runs.assign(exact=(runs["accuracy"] >= 1.0).astype(float))
-    return bootstrap(runs, _fractions, "seed", "seeds", strata=("readout", "L"))
+    codes, cells = pd.factorize(pd.MultiIndex.from_frame(runs[["readout", "L", "B"]]))
+    frame = runs[["readout", "L", "seed"]].assign(
+        cell=codes, exact=(runs["accuracy"] >= 1.0).to_numpy(float)
+    )
 
+    def fractions(drawn: pd.DataFrame) -> pd.Series:
+        exact = np.bincount(drawn["cell"], weights=drawn["exact"], minlength=len(cells))
+        return pd.Series(exact / np.bincount(drawn["cell"], minlength=len(cells)), index=cells)
 
-def _fractions(runs: pd.DataFrame) -> pd.Series:
-    return runs.groupby(["readout", "L", "B"])["exact"].mean()
+    return bootstrap(frame, fractions, "seed", "seeds", strata=("readout", "L"))
 
 
 def _quorum_terms(
