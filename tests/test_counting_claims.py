@@ -262,23 +262,56 @@ def test_the_laws_of_the_study():
     assert C.LAWS == (0.0, 0.75, 1.0, 1.5)
 
 
-@functools.cache
-def _satisfied(claim_id: str):
-    """The claim's finding on the satisfying tables (computed once: tests only read it)."""
-    return _finding(claim_id)
-
-
-def _names(claim_id: str) -> list[str]:
-    return [term.name for term in _satisfied(claim_id).terms]
+def _expected_terms() -> dict[str, list[str]]:
+    """The names of each claim's terms on the satisfying tables."""
+    placements = sorted(PLACEMENTS)
+    return {
+        "C.1": [
+            "theory lengths without a linear construction",
+            "linear norm, relative spread over L",
+            "linear construction, largest grid error",
+        ],
+        "C.2": [
+            *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
+            *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
+            *(
+                f"steps in L where the bound does not rise, {p}"
+                for p in C.REGRESSION_RATE_PLACEMENTS
+            ),
+        ],
+        "C.3": [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES],
+        "C.4": [
+            "d = 8: lengths up to the wall where bare pre-norm fails",
+            "d = 8: lengths past the wall where bare pre-norm counts",
+            "d = 8: lengths past the wall where a learned gain fails",
+        ],
+        "C.5": [
+            "placement-lengths without a classification construction",
+            *(f"norm / norm at shortest L, {p}" for p in PLACEMENTS),
+            "placements whose classification storage does not rise with L",
+            "placements whose regression storage varies with L",
+            *(f"margin slope, {p}" for p in placements),
+            *(f"best-head margin slope, {p}" for p in placements),
+        ],
+        "C.6": [
+            "exact regression runs below the lower bound",
+            "B_min slope over L = 16-64",
+            *(f"seeds exact at B_min, L = {n} (B = 1.1 x bound)" for n in TRAINED_LENGTHS),
+            "largest classification B / smallest regression lower bound",
+            *(f"classification seeds exact at B = 0.5, L = {n}" for n in CLASSIFIED),
+        ],
+    }
 
 
 @pytest.mark.parametrize("claim_id", [spec.id for spec in C.CLAIMS])
 def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
     """Every term holds; C.1-C.5's terms are exact (theory, LP bounds, constructions,
     counts); C.6's carry a bootstrap over seeds (quorums), a grid's bracket (the slope), or
-    are exact (counts and the classification bound)."""
-    finding = _satisfied(claim_id)
+    are exact (counts and the classification bound). Not cached: mutmut runs for a mutant only
+    the tests that called its function."""
+    finding = _finding(claim_id)
     assert finding is not None and finding.verdict == HOLDS
+    assert [term.name for term in finding.terms] == _expected_terms()[claim_id]
     assert all(term.verdict == HOLDS for term in finding.terms)
     assert finding.value and finding.statistic
     for term in finding.terms:
@@ -297,14 +330,6 @@ def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
 
 
 # --- C.1 ---------------------------------------------------------------------------------
-
-
-def test_c1_terms():
-    assert _names("C.1") == [
-        "theory lengths without a linear construction",
-        "linear norm, relative spread over L",
-        "linear construction, largest grid error",
-    ]
 
 
 def test_c1_holds_on_a_constant_norm_and_a_zero_error():
@@ -339,14 +364,6 @@ def test_c1_fails_where_a_length_has_no_linear_construction_and_needs_two_length
 
 
 # --- C.2 ---------------------------------------------------------------------------------
-
-
-def test_c2_terms():
-    assert _names("C.2") == [
-        *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
-        *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
-        *(f"steps in L where the bound does not rise, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
-    ]
 
 
 def test_c2_fails_when_the_error_vanishes_at_finite_b():
@@ -384,10 +401,6 @@ def test_c2_fails_when_a_bound_stops_growing():
 # --- C.3 ---------------------------------------------------------------------------------
 
 
-def test_c3_terms():
-    assert _names("C.3") == [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES]
-
-
 def test_c3_decides_each_fit_by_the_law_it_is_nearest():
     def fit(exponent):
         return {C.RATES: _rates(fitted={("post_learned", "construction"): exponent})}
@@ -414,14 +427,6 @@ def test_c3_needs_three_fit_points():
 
 
 # --- C.4 ---------------------------------------------------------------------------------
-
-
-def test_c4_terms():
-    assert _names("C.4") == [
-        "d = 8: lengths up to the wall where bare pre-norm fails",
-        "d = 8: lengths past the wall where bare pre-norm counts",
-        "d = 8: lengths past the wall where a learned gain fails",
-    ]
 
 
 def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_not():
@@ -453,18 +458,6 @@ def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_no
 
 
 # --- C.5 ---------------------------------------------------------------------------------
-
-
-def test_c5_terms():
-    placements = sorted(PLACEMENTS)
-    assert _names("C.5") == [
-        "placement-lengths without a classification construction",
-        *(f"norm / norm at shortest L, {p}" for p in PLACEMENTS),
-        "placements whose classification storage does not rise with L",
-        "placements whose regression storage varies with L",
-        *(f"margin slope, {p}" for p in placements),
-        *(f"best-head margin slope, {p}" for p in placements),
-    ]
 
 
 def test_c5_fails_on_growing_norms():
@@ -549,18 +542,8 @@ def _exact_from(start: Mapping[int, float]):
     return lambda n, ratio, seed: ratio >= start.get(n, 1.1) - 1e-9
 
 
-def test_c6_terms():
-    assert _names("C.6") == [
-        "exact regression runs below the lower bound",
-        "B_min slope over L = 16-64",
-        *(f"seeds exact at B_min, L = {n} (B = 1.1 x bound)" for n in TRAINED_LENGTHS),
-        "largest classification B / smallest regression lower bound",
-        *(f"classification seeds exact at B = 0.5, L = {n}" for n in CLASSIFIED),
-    ]
-
-
 def test_c6_slope_range_is_every_corner_of_the_brackets():
-    term = _terms(_satisfied("C.6"))["B_min slope over L = 16-64"]
+    term = _terms(_finding("C.6"))["B_min slope over L = 16-64"]
     slopes = _corner_slopes(
         [_law(C.TRAINED, n) for n in FIT], [1.1 * _law(C.TRAINED, n) for n in FIT]
     )
