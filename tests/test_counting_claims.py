@@ -457,6 +457,29 @@ def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_no
     assert _finding("C.4", **{C.WALLS: _walls(wall=127)}) is not None
 
 
+def test_c4_counts_a_wall_at_a_theory_length_as_up_to_it():
+    at_32 = {C.THEORY: _theory(law=lambda p, n: _law(p, n, wall=32)), C.WALLS: _walls(wall=32)}
+    finding = _finding("C.4", **at_32)
+    assert finding.verdict == HOLDS
+    assert finding.value.startswith("d = 8: wall L = 32, bare pre-norm counts at 3/3 lengths")
+
+
+def test_c4_reads_only_softmax_regression_and_every_width():
+    def classified(p, n):
+        return math.inf if p == "pre_learned" and n > WALL else 1.0
+
+    assert _finding("C.4", **{C.THEORY: _theory(classified=classified)}).verdict == HOLDS
+    two = pd.concat([_theory(), _theory().assign(d=16)], ignore_index=True)
+    walls = pd.concat([_walls(), _walls().assign(d=16)], ignore_index=True)
+    finding = _finding("C.4", **{C.THEORY: two, C.WALLS: walls})
+    assert finding.value.count("; d = 16: wall L = 34, bare") == 1
+    assert [t.name for t in finding.terms][3:] == [
+        "d = 16: lengths up to the wall where bare pre-norm fails",
+        "d = 16: lengths past the wall where bare pre-norm counts",
+        "d = 16: lengths past the wall where a learned gain fails",
+    ]
+
+
 # --- C.5 ---------------------------------------------------------------------------------
 
 
