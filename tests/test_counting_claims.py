@@ -303,6 +303,23 @@ def _expected_terms() -> dict[str, list[str]]:
     }
 
 
+STATISTICS = {
+    "C.1": "relative spread of the linear construction's norm over L (per width); its largest "
+    "grid error",
+    "C.2": "k of the lower bound B ~ e^-k between the two smallest target errors e; log-log "
+    "slope of the lower bound over L (theory in brackets)",
+    "C.3": "fitted log-log slopes of the lower bound / construction (theory in brackets); "
+    "construction over lower bound at the longest L",
+    "C.4": "the wall per width; theory lengths at which bare and learned pre-norm count",
+    "C.5": "largest classification norm over L relative to the shortest L; head storage; "
+    "log-log slope of the float64 relative margin of the constructions and of the best head on "
+    "their representations (LP); the trained classifiers' margins",
+    "C.6": "regression: exact runs below the lower bound, B_min / lower bound per L and its "
+    "bracket on the grid, fitted slope of B_min beside the lower bound's on the same lengths; "
+    "classification: fraction of seeds exact at its largest bound per L",
+}
+
+
 @pytest.mark.parametrize("claim_id", [spec.id for spec in C.CLAIMS])
 def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
     """Every term holds; C.1-C.5's terms are exact (theory, LP bounds, constructions,
@@ -313,7 +330,7 @@ def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
     assert finding is not None and finding.verdict == HOLDS
     assert [term.name for term in finding.terms] == _expected_terms()[claim_id]
     assert all(term.verdict == HOLDS for term in finding.terms)
-    assert finding.value and finding.statistic
+    assert finding.value and finding.statistic == STATISTICS[claim_id]
     for term in finding.terms:
         estimate = term.estimate
         if claim_id == "C.6" and "seeds" in term.name:
@@ -396,6 +413,15 @@ def test_c2_fails_when_a_bound_stops_growing():
         "(0.25); slope over L = 8-128: none 1.00 (1), pre_learned 1.00 (1), post_bare 1.50 "
         "(1.5), post_learned 0.75 (0.75); rising at every L: yes"
     )
+
+
+def test_c2_reads_the_lower_bounds_and_runs_from_two_errors_and_two_lengths():
+    wild = _residual().assign(B=lambda f: f["B"].where(f["source"] == "lower_bound", 5.0))
+    assert _finding("C.2", **{C.RESIDUAL: wild}).verdict == HOLDS  # constructions not read
+    two = {C.RESIDUAL: _residual(errors=(0.1, 0.05)), C.THEORY: _theory(lengths=(8, 16))}
+    assert _finding("C.2", **two).verdict == HOLDS
+    small = _theory(law=lambda p, n: 1e-3 * _law(p, n))  # rises by less than 1 at each step
+    assert _finding("C.2", **{C.THEORY: small}).verdict == HOLDS
 
 
 # --- C.3 ---------------------------------------------------------------------------------
