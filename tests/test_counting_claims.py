@@ -53,8 +53,14 @@ def _law(placement: str, length: int, wall: int = WALL) -> float:
     return 0.5 * length ** predicted_exponent(placement, "regression")
 
 
-def _theory(lengths=LENGTHS, law=_law, linear=lambda length: math.sqrt(2), classified=1.0):
-    """bmin_theory.csv: softmax regression bounds and constructions (1.3x) per placement,
+def _theory(
+    lengths=LENGTHS,
+    law=_law,
+    linear=lambda length: math.sqrt(2),
+    classified=1.0,
+    gap=lambda placement, length: 1.3,
+):
+    """bmin_theory.csv: softmax regression bounds and constructions (`gap` x) per placement,
     unit-norm classification constructions, the linear construction."""
     base = {"attention": "softmax", "d": D}
     rows = []
@@ -63,7 +69,7 @@ def _theory(lengths=LENGTHS, law=_law, linear=lambda length: math.sqrt(2), class
             bound = law(p, length)
             cell = base | {"placement": p, "L": length, "readout": "regression"}
             rows.append(cell | {"bound": "lower_bound", "bmin": bound})
-            rows.append(cell | {"bound": "construction", "bmin": 1.3 * bound})
+            rows.append(cell | {"bound": "construction", "bmin": gap(p, length) * bound})
             norm = classified(p, length) if callable(classified) else classified
             rows.append(cell | {"readout": "classification", "bound": "construction", "bmin": norm})
     rows += [
@@ -452,6 +458,19 @@ def test_c3_needs_three_fit_points():
     assert _finding("C.3", **{C.RATES: _rates(points=3)}) is not None
 
 
+def test_c3_reads_the_gap_at_the_longest_length_and_needs_every_fit():
+    def widening(p, n):
+        return 1.0 + n / 100 if p == "none" else 1.3
+
+    finding = _finding("C.3", **{C.THEORY: _theory(gap=widening)})
+    assert "none 1.00/1.00 (1), construction/bound 2.28 at L = 128" in finding.value
+    missing = _rates()
+    missing = missing[
+        ~((missing["placement"] == "post_bare") & (missing["source"] == "construction"))
+    ]
+    assert _finding("C.3", **{C.RATES: missing}) is None
+
+
 # --- C.4 ---------------------------------------------------------------------------------
 
 
@@ -567,6 +586,27 @@ def test_c5_value_and_its_minimum_of_two_lengths():
     )
     short = {C.THEORY: _theory(lengths=(8,)), C.PRECISION: _precision(lengths=(8,))}
     assert _finding("C.5", **short) is None
+
+
+def test_c5_storage_rising_by_one_number_rises():
+    classification = _precision()["readout"] == "classification"
+    by_one = _precision().assign(
+        parameters=lambda f: f["parameters"].where(
+            ~classification, 100 + f["L"].rank(method="dense")
+        )
+    )
+    assert _finding("C.5", **{C.PRECISION: by_one}).verdict == HOLDS
+
+
+def test_c5_a_margin_slope_from_two_lengths_and_no_exact_trained_classifier():
+    two = _precision(margin=lambda n: n**-3.5 if n in (8, 16) else math.nan)
+    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: two}) == HOLDS
+    untrained = _precision().assign(
+        accuracy=lambda f: f["accuracy"].where(f["source"] != "training", 0.5)
+    )
+    assert _finding("C.5", **{C.PRECISION: untrained}).value.endswith(
+        "; no exact trained classifier"
+    )
 
 
 # --- C.6 ---------------------------------------------------------------------------------
