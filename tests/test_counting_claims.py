@@ -609,6 +609,16 @@ def test_c5_a_margin_slope_from_two_lengths_and_no_exact_trained_classifier():
     )
 
 
+def test_c5_counts_classification_lengths_only():
+    theory = _theory()
+    one = theory[(theory["readout"] != "classification") | (theory["L"] == 8)]
+    assert _finding("C.5", **{C.THEORY: one}) is None
+    two = {C.THEORY: _theory(lengths=(8, 16)), C.PRECISION: _precision(lengths=(8, 16))}
+    assert _finding("C.5", **two).verdict == HOLDS
+    rising = _precision(best=lambda n: 1e-6 * n**0.5)  # slope 1/2: above 0
+    assert _verdict("C.5", "best-head margin slope, none", **{C.PRECISION: rising}) == FAILS
+
+
 # --- C.6 ---------------------------------------------------------------------------------
 
 
