@@ -386,6 +386,14 @@ def test_c1_fails_where_a_length_has_no_linear_construction_and_needs_two_length
     assert _finding("C.1", **{C.THEORY: _theory(lengths=(16,))}) is None
 
 
+def test_c1_runs_from_two_lengths_and_names_every_width():
+    assert _finding("C.1", **{C.THEORY: _theory(lengths=(8, 16))}).verdict == HOLDS
+    tiny = _finding("C.1", **{C.THEORY: _theory(linear=lambda n: 1e-5)})
+    assert tiny.value.startswith("norm 1e-05 over d = 8,")
+    two = pd.concat([_theory(), _theory().assign(d=16)], ignore_index=True)
+    assert "over d = 8, 16, spread" in _finding("C.1", **{C.THEORY: two}).value
+
+
 # --- C.2 ---------------------------------------------------------------------------------
 
 
