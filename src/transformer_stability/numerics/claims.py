@@ -108,9 +108,8 @@ def _cell_medians(frame: pd.DataFrame, column: str) -> np.ndarray:
 
 def _by_label(frame: pd.DataFrame, labels: pd.DataFrame, column: str) -> dict[tuple, float]:
     """The cell medians of `column` by their combination of keys."""
-    return dict(
-        zip(labels.itertuples(index=False, name=None), _cell_medians(frame, column), strict=True)
-    )
+    keys = zip(*(labels[key].tolist() for key in labels.columns), strict=True)
+    return dict(zip(keys, _cell_medians(frame, column), strict=True))
 
 
 def _none_above(name: str, count: int) -> Term:
