@@ -355,26 +355,36 @@ def test_each_sampled_table_names_its_units():
 
 
 def test_cell_medians_match_pandas_with_nan_and_uneven_cells():
-    frame = pd.DataFrame(
-        {
-            "key": ["b", "a", "b", "a", "a", "c", "b", "c"],
-            "v": [3.0, 1.0, np.nan, 5.0, 2.0, np.inf, 1.0, 4.0],
-        }
-    )
+    """Odd and even counts, NaN left out, inf kept, a cell of one value."""
+    keys = ["b", "a", "b", "a", "a", "c", "b", "c", "d", "d", "b", "e"]
+    values = [3.0, 1.0, np.nan, 5.0, 2.0, 10.0, 1.0, 4.0, np.inf, 6.0, 7.0, 9.0]
+    frame = pd.DataFrame({"key": keys, "v": values, "other": 0})
     cells, labels = claims._cells(frame, ["key"], ["v"])
-    assert list(labels.key) == ["a", "b", "c"] and list(cells.columns) == ["v", "cell"]
+    assert list(labels.key) == ["a", "b", "c", "d", "e"] and list(cells.columns) == ["v", "cell"]
     expected = frame.groupby("key").v.median().to_numpy()
-    np.testing.assert_array_equal(claims._cell_medians(cells, "v"), expected)  # 2, 2, inf
-    empty = cells.assign(
-        v=[np.nan if c == 1 else v for c, v in zip(cells.cell, cells.v, strict=True)]
-    )
-    np.testing.assert_array_equal(claims._cell_medians(empty, "v"), [2.0, np.nan, np.inf])
+    np.testing.assert_array_equal(expected, [2.0, 3.0, 7.0, np.inf, 9.0])
+    np.testing.assert_array_equal(claims._cell_medians(cells, "v"), expected)
+
+
+@pytest.mark.parametrize("gone", [0, 2, 4])
+def test_cell_medians_nan_where_a_cell_has_no_value(gone):
+    frame = pd.DataFrame({"cell": [0, 0, 1, 2, 2, 2, 3, 4, 4], "v": [1.0, 3, 5, 6, 7, 8, 2, 4, 6]})
+    frame.loc[frame.cell == gone, "v"] = np.nan
+    expected = [2.0, 5.0, 7.0, 2.0, 5.0]
+    expected[gone] = np.nan
+    np.testing.assert_array_equal(claims._cell_medians(frame, "v"), expected)
+
+
+def test_by_label_keys_the_medians_by_their_cells():
+    frame = pd.DataFrame({"x": ["p", "p", "q"], "y": [1, 2, 1], "v": [1.0, 2.0, 3.0]})
+    cells, labels = claims._cells(frame, ["x", "y"], ["v"])
+    assert claims._by_label(cells, labels, "v") == {("p", 1): 1.0, ("p", 2): 2.0, ("q", 1): 3.0}
 
 
 def test_ratio_median_leaves_out_exact_results():
-    bound = pd.Series([1.0, 10.0, 4.0, np.nan, 8.0])
-    measured = pd.Series([0.0, 1.0, 1.0, 1.0, 2.0])
-    assert claims._ratio_median(bound, measured) == 4.0  # 10, 4, 4: not 1/0, NaN left out
+    bound = pd.Series([1.0, 10.0, 4.0, np.nan, 8.0]) / 100
+    measured = pd.Series([0.0, 1.0, 1.0, 1.0, 2.0]) / 100
+    assert claims._ratio_median(bound, measured) == pytest.approx(4.0)  # 10, 4, 4: NaN, 1/0 out
 
 
 def test_slope_of_a_power_law_and_nan_without_one():
@@ -470,6 +480,15 @@ def test_bounds_fail_when_a_cast_entry_exceeds_its_bound(checked):
     assert f"softmax {SAMPLES}/" in finding.value
     frame.loc[above, "measured"] = frame.loc[above, "bound"]  # equal: within the bound
     assert claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION).verdict == HOLDS
+
+
+def test_tightness_leaves_out_exact_results(checked):
+    """A measured error of 0 (an exact result) has nothing to be tight against."""
+    norms = norms_frame()
+    exact = norms.metric.isin(["err_comp_median", "err_comp_max"])
+    norms.loc[exact, "value"] = 0.0
+    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    assert terms(finding)["median bound/error, norms"].estimate.point == 5.0
 
 
 def test_propagation_rows_are_checked_but_not_tested_for_tightness(checked):
@@ -602,6 +621,8 @@ def test_sink_claim_not_run_without_strong_sinks(checked):
     assert sink_finding(checked, p_maxes=(0.5, 1 - 1e-3, 1 - 1.1e-4)) is None  # not a decade
     assert sink_finding(checked, p_maxes=(0.5, 1 - 1e-3, 1 - 1e-4)) is not None
     assert sink_finding(checked, p_maxes=(0.5, 1 - 1e-3, 1.0)) is None  # no tail: no error
+    # 1 - p_max = 3e-3 lies below u = 2^-8 (3.9e-3), not below 2^-9
+    assert sink_finding(checked, p_maxes=(0.5, 1 - 3e-3, 1 - 2.9e-4)) is not None
 
 
 def test_sink_claim_tests_the_emulated_format_and_reports_the_casts(checked):
@@ -843,6 +864,13 @@ def test_recursion_claim_fails_on_contradicting_sources(checked, sources):
     assert claims.worst_case_recursion(tables, SECTION).verdict == FAILS
 
 
+def test_typical_ratio_leaves_out_exact_results(checked):
+    sources = sources_frame()
+    sources.loc[0, ["measured_rel_l2", "typical_rel_l2"]] = [0.0, 1.0]
+    finding = claims.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
+    assert finding.verdict == HOLDS and "per source 3-3" in finding.value
+
+
 @pytest.mark.parametrize(("typical", "expected"), [(10.0, HOLDS), (0.1, HOLDS), (9.5, HOLDS)])
 def test_typical_estimate_window_is_closed(checked, typical, expected):
     tables = gpt2_tables(checked, sources=sources_frame(typical))
@@ -1024,6 +1052,24 @@ def test_sink_claim_reports_the_heads_in_n3_s_strong_sink_regime(checked):
         "p_max >= 0.5, 0 with p99 of p_max >= 1 - 2^-8; trained-small: median p_max 0.499"
     )
     assert "1 with p99 of p_max >= 1 - 2^-8" in finding.value
+
+
+def test_sink_contrast_is_the_least_concentrated_trained_over_the_most_concentrated_random(
+    checked,
+):
+    frame = sinks_frame(0.9)
+    other_random = frame[frame.weights == "random"].assign(model="random-b")
+    other_random[["p50"]] = 0.1
+    other_trained = frame[frame.weights == "trained"].assign(model="trained-b")
+    other_trained[["p50"]] = 0.6
+    finding = sink_heads(checked, pd.concat([frame, other_random, other_trained]))
+    assert terms(finding)["median p_max, trained/random"].estimate.point == pytest.approx(4.5)
+    assert list(terms(finding))[1:] == [
+        "sink heads, random-b",
+        "sink heads, random-gpt2",
+        "sink heads, trained-b",
+        "sink heads, trained-small",
+    ]
 
 
 def test_sink_claim_counts_exactly_at_one_half(checked):
