@@ -7,6 +7,7 @@ straddles it. The tables go through their models (written and read back), as the
 reads them."""
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -143,8 +144,8 @@ def _cast_rows(p_maxes, cast_floor: float, sample: int) -> list[dict]:
 
 def _sink_rows(p_maxes, sink_aware, bound_over_error, bound_slope, f, sample) -> list[dict]:
     """Errors min(1 - p_max, u)/2; bounds `bound_over_error` x them (x f, times (1 - p_max)^
-    (bound_slope - 1) below u) where `sink_aware`, else 2u; max_rel 5u, its bound
-    `bound_over_error` x f x it."""
+    (bound_slope - 1) below u) where `sink_aware`, else 2u; max_rel 7u, its bound
+    `bound_over_error` x f x it; kappa_max 50 (the offset sweep's differ)."""
     rows = []
     for p in p_maxes:
         gain = 2 * (1 - p**2)
@@ -161,9 +162,9 @@ def _sink_rows(p_maxes, sink_aware, bound_over_error, bound_slope, f, sample) ->
             rows += [
                 _softmax_row("sink", p, 0.0, mode, "l1_abs", error, bound, sample),
                 _softmax_row(
-                    "sink", p, 0.0, mode, "max_rel", 5 * U7, bound_over_error * 5 * U7 * f, sample
+                    "sink", p, 0.0, mode, "max_rel", 7 * U7, bound_over_error * 7 * U7 * f, sample
                 ),
-                _softmax_row("sink", p, 0.0, mode, "kappa_max", 5.0, np.nan, sample),
+                _softmax_row("sink", p, 0.0, mode, "kappa_max", 50.0, np.nan, sample),
             ]
     return rows
 
@@ -392,6 +393,30 @@ def test_slope_of_a_power_law_and_nan_without_one():
     assert claims._slope(x, 3 * x**0.5) == pytest.approx(0.5)
     assert np.isnan(claims._slope(x, pd.Series([1.0, 0.0, 2.0])))
     assert np.isnan(claims._slope(x, pd.Series([1.0, np.inf, 2.0])))
+
+
+STATISTICS = {
+    "N.1": "measured values above their bound; median bound/error",
+    "N.2": "bulk error and bulk condition, LayerNorm / RMSNorm, at the largest M",
+    "N.3": "log-log slope of the evaluation bound vs 1 - p_max for 1 - p_max <= u; bound/error",
+    "N.4": "growth of the max relative error with the offset, unshifted vs shifted",
+    "N.5": "per weight draw, log-log slope of the largest Lipschitz constant found / the n-free "
+    "bound vs n; bound/found per n",
+    "N.6": "bound violations; spread of alpha omega_k Lip_k over alpha per regime; the bound's "
+    "factor at the first add; typical estimate / measured",
+    "N.7": "spread of the relative error over alpha per stream regime",
+    "N.8": "spread of the relative error over alpha per stream regime",
+    "N.9": "median over heads of the late rows' median p_max, trained vs random; sink heads; "
+    "first-token weight",
+}
+
+
+def test_every_claim_names_its_statistic(checked):
+    errors = pd.concat([errors_frame(), _trained(errors_frame())])
+    tables = bound_tables(checked) | gpt2_tables(checked, errors=errors)
+    tables[claims.SINKS] = checked(sinks_frame(0.9), AttentionSinks)
+    for spec, finding in findings(claims.CLAIMS, tables, SECTION):
+        assert finding.statistic == STATISTICS[spec.id], spec.id
 
 
 # --- N.1 --------------------------------------------------------------------------------------
@@ -649,6 +674,7 @@ def test_unshifted_error_follows_its_condition(checked):
     )
     named = terms(finding)
     assert list(named) == ["error exponent, unshifted", "error growth, shifted"]
+    assert named["error growth, shifted"].estimate.basis == "bootstrap over samples"
     assert named["error exponent, unshifted"].criterion.text == ">= 0.5"
     assert named["error growth, shifted"].criterion.text == "<= 2"
 
@@ -677,6 +703,24 @@ def test_shifted_growth_decided_by_its_interval(checked, growth, spread, expecte
     term = terms(finding)["error growth, shifted"]
     assert term.verdict == expected
     assert straddles(term, claims.FACTOR) == (expected == UNDECIDED)
+
+
+def test_shift_claim_undefined_exponents_without_warnings(checked):
+    """An unshifted error exact at both ends (0/0) leaves the exponent undecided (NaN); exact
+    at the largest offset only (log 0) makes it -inf; neither warns."""
+    frame = softmax_frame()
+    unshifted = (frame.sweep == "offset") & (frame["mode"] == "unshifted")
+    frame.loc[unshifted & (frame.metric != "kappa_max"), "measured"] = 0.0
+    both = {claims.SOFTMAX: checked(frame, Softmax)}
+    frame = softmax_frame()
+    frame.loc[unshifted & (frame.metric == "max_rel") & (frame.offset == 30), "measured"] = 0.0
+    largest = {claims.SOFTMAX: checked(frame, Softmax)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        undefined = claims.shifted_evaluation(both, SECTION)
+        falls = claims.shifted_evaluation(largest, SECTION)
+    assert verdict_of(undefined, "error exponent, unshifted") == UNDECIDED
+    assert terms(falls)["error exponent, unshifted"].estimate.point == -np.inf
 
 
 def test_shift_claim_fails_when_unshifted_error_ignores_the_offset(checked):
@@ -767,6 +811,17 @@ def test_lipschitz_claim_not_run_on_lengths_spanning_less_than_4x(checked):
     assert lipschitz_finding(checked, lipschitz_frame(seq_lens=(16,))) is None
     assert lipschitz_finding(checked, lipschitz_frame(seq_lens=(16, 63))) is None
     assert lipschitz_finding(checked, lipschitz_frame(seq_lens=(16, 64))) is not None
+    assert lipschitz_finding(checked, lipschitz_frame(seq_lens=(16, 32, 64))) is not None
+
+
+def test_lipschitz_slope_is_of_found_over_bound(checked):
+    """A bound that grows with n as what was found does: found/bound is flat."""
+    frame = lipschitz_frame()
+    growth = (frame.seq_len / 4) ** 0.3
+    frame["worst"] *= growth
+    frame["ball_bound"] *= growth
+    finding = lipschitz_finding(checked, frame)
+    assert terms(finding)["slope found/bound vs n, draw 0"].estimate.point == pytest.approx(0)
 
 
 # --- GPT-2: N.6, N.7 --------------------------------------------------------------------------

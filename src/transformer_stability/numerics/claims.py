@@ -684,10 +684,6 @@ def attention_sinks(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     )
 
 
-def _units(*paths: str) -> dict[str, tuple[str, ...]]:
-    return {path: UNITS[path] for path in paths if path in UNITS}
-
-
 CLAIMS: tuple[ClaimSpec, ...] = (
     ClaimSpec(
         id="N.1",
@@ -702,7 +698,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N5, N6, N7",
         tables=(NORMS, SOFTMAX, LIPSCHITZ),
         test=bounds_hold,
-        units=_units(NORMS, SOFTMAX, LIPSCHITZ),
+        units={NORMS: UNITS[NORMS], SOFTMAX: UNITS[SOFTMAX], LIPSCHITZ: UNITS[LIPSCHITZ]},
     ),
     ClaimSpec(
         id="N.2",
@@ -716,7 +712,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N5",
         tables=(NORMS,),
         test=norms_under_outlier,
-        units=_units(NORMS),
+        units={NORMS: UNITS[NORMS]},
     ),
     ClaimSpec(
         id="N.3",
@@ -734,7 +730,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N6",
         tables=(SOFTMAX,),
         test=sink_bound,
-        units=_units(SOFTMAX),
+        units={SOFTMAX: UNITS[SOFTMAX]},
     ),
     ClaimSpec(
         id="N.4",
@@ -748,7 +744,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N6",
         tables=(SOFTMAX,),
         test=shifted_evaluation,
-        units=_units(SOFTMAX),
+        units={SOFTMAX: UNITS[SOFTMAX]},
     ),
     ClaimSpec(
         id="N.5",
@@ -763,7 +759,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N7",
         tables=(LIPSCHITZ,),
         test=length_free_lipschitz,
-        units=_units(LIPSCHITZ),
+        units={LIPSCHITZ: UNITS[LIPSCHITZ]},
     ),
     ClaimSpec(
         id="N.6",
@@ -828,6 +824,6 @@ CLAIMS: tuple[ClaimSpec, ...] = (
         figure="N9",
         tables=(SINKS,),
         test=attention_sinks,
-        units=_units(SINKS),
+        units={SINKS: UNITS[SINKS]},
     ),
 )
