@@ -919,6 +919,37 @@ def test_recursion_claim_fails_on_contradicting_sources(checked, sources):
     assert claims.worst_case_recursion(tables, SECTION).verdict == FAILS
 
 
+def test_recursion_bound_met_with_equality_is_not_violated(checked):
+    sources = sources_frame()
+    sources.loc[3, "bound"] = sources.loc[3, "measured"]
+    sources.loc[5, "bound_rel"] = sources.loc[5, "measured_rel"]
+    finding = claims.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
+    assert finding.verdict == HOLDS and finding.value.startswith("0 of 20 adds")
+
+
+def test_recursion_amplification_read_at_the_last_adds(checked):
+    """The earlier adds' amplification (here growing with alpha) is not tested."""
+    recursion = recursion_frame()
+    early = recursion.checkpoint <= 2
+    recursion.loc[early, "amplification"] = 1e3 * recursion.loc[early, "alpha"]
+    finding = claims.worst_case_recursion(gpt2_tables(checked, recursion=recursion), SECTION)
+    assert finding.verdict == HOLDS
+
+
+def test_recursion_reports_ranges_per_source_model_and_format(checked):
+    other = sources_frame(typical=4.0, first_bound=2e3).assign(model="random-b")
+    recursion = recursion_frame()
+    recursion.loc[recursion.alpha == 100, "typical_rel_l2"] *= 8 / 5
+    tables = gpt2_tables(checked, recursion=recursion, sources=pd.concat([sources_frame(), other]))
+    finding = claims.worst_case_recursion(tables, SECTION)
+    assert "; bound/measured at the first add, per source: 1e+03-2e+03; " in finding.value
+    assert finding.value.endswith(
+        "typical/measured at every add: per source 3-4 (random-b 4-4, random-gpt2 3-3), test "
+        "formats 5-8"
+    )
+    assert "embedding-dominated alpha (0.01): 0.0334-0.0334x the plateau" in finding.value
+
+
 def test_typical_ratio_leaves_out_exact_results(checked):
     sources = sources_frame()
     sources.loc[0, ["measured_rel_l2", "typical_rel_l2"]] = [0.0, 1.0]
