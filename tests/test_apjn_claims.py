@@ -4,6 +4,7 @@ interval lies outside, and is not run where the tables lack what it needs. The t
 hand-made ones that pass their pandera models; a unit's spread is set by hand (two or three
 initializations or seeds), so each interval is known."""
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -46,16 +47,24 @@ SECTION = {"measure": {"inits": 2}, "width_scan": {"inits": 3}}
 
 @pytest.fixture(autouse=True)
 def fewer_resamples(monkeypatch):
-    """The hand-made units take a few values each, so 200 resamples reach every extreme."""
-    monkeypatch.setattr(verdicts, "RESAMPLES", 200)
+    """The hand-made units take two or three values each, so 100 resamples reach the
+    extremes."""
+    monkeypatch.setattr(verdicts, "RESAMPLES", 100)
+
+
+CHECKED: dict[tuple[str, str], pd.DataFrame] = {}
 
 
 def table(model: type[Table], rows: list[dict]) -> pd.DataFrame:
-    """`rows` as a table of `model`, provenance appended, checked against the model."""
-    frame = with_provenance(pd.DataFrame(rows, columns=columns_of(model)), seed=0, device="cpu",
-                            dtype="float64")  # fmt: skip
-    assert table_problems(frame, table_schema(model)) == []
-    return frame
+    """`rows` as a table of `model`, provenance appended, checked against the model (once per
+    distinct table: the claims' tests share many)."""
+    key = (model.__name__, repr(rows))
+    if key not in CHECKED:
+        frame = with_provenance(pd.DataFrame(rows, columns=columns_of(model)), seed=0,
+                                device="cpu", dtype="float64")  # fmt: skip
+        assert table_problems(frame, table_schema(model)) == []
+        CHECKED[key] = frame
+    return CHECKED[key].copy()
 
 
 def ids(norm: str, alpha: float, mult: float = 1.0) -> dict:
@@ -224,13 +233,18 @@ def finite_n_rows(factors=(0.99, 1.01), closure="exact", inputs=("identical", "g
     return rows
 
 
+@functools.cache
+def compare_rows() -> list[dict]:
+    """finite_n_compare.csv of the default finite_n_rows (context beside every A.2 test)."""
+    return finite_n_comparison(pd.DataFrame(finite_n_rows())).to_dict("records")
+
+
 def a2(fitted=(0.7, 0.8, np.nan), exponents=(0.69, 0.71), depths=range(1, 17), finite_n=None):
-    raw = table(FiniteN, finite_n or finite_n_rows())
     tables = {
         claims.ASYMPTOTICS: table(Asymptotics, asymptotic_rows(fitted)),
         claims.END_TO_END: table(EndToEnd, depth_rows(exponents, 0.7, depths)),
-        claims.FINITE_N: raw,
-        claims.FINITE_N_COMPARE: table(FiniteNCompare, finite_n_comparison(raw).to_dict("records")),
+        claims.FINITE_N: table(FiniteN, finite_n or finite_n_rows()),
+        claims.FINITE_N_COMPARE: table(FiniteNCompare, compare_rows()),
     }
     return claims.attention_exponent(tables, SECTION)
 
@@ -538,18 +552,28 @@ def train_rows(derf_losses=(0.9, 1.5, 2.0), derf_rise=(0.4, 0.5, 0.6), ln_rise=(
     return rows
 
 
-def a5(derf_powers=(4.0, 4.0), **train):
-    runs = table(Trainability, train_rows(**train))
+@functools.cache
+def ratio_rows() -> list[dict]:
+    """sensitivity_ratios.csv of the default sensitivity_rows (context beside every A.5
+    test)."""
+    return sensitivity_ratios(pd.DataFrame(sensitivity_rows())).to_dict("records")
+
+
+def a5_tables(rows: list[dict], derf_powers=(4.0, 4.0)) -> dict[str, pd.DataFrame]:
+    """A.5's tables from trainability rows and the Derf powers of the multiplier sweeps."""
+    runs = table(Trainability, rows)
     windows = rate_windows(runs)
-    ends = table(EndToEnd, sensitivity_rows(derf_powers))
-    tables = {
-        claims.END_TO_END: ends,
-        claims.RATIOS: table(SensitivityRatios, sensitivity_ratios(ends).to_dict("records")),
+    return {
+        claims.END_TO_END: table(EndToEnd, sensitivity_rows(derf_powers)),
+        claims.RATIOS: table(SensitivityRatios, ratio_rows()),
         claims.TRAINABILITY: runs,
         claims.WINDOWS: table(TuningWindows, windows.to_dict("records")),
         claims.PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
     }
-    return claims.init_and_tuning(tables, SECTION)
+
+
+def a5(derf_powers=(4.0, 4.0), **train):
+    return claims.init_and_tuning(a5_tables(train_rows(**train), derf_powers), SECTION)
 
 
 def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
@@ -603,17 +627,7 @@ def test_a5_pre_ln_window_narrowed_by_a_rate_contradicts_it():
     for row in rows:
         if row["norm"] == "ln" and row["depth"] == 4 and row["lr"] == RATES[1]:
             row["final_loss"] = 1.2
-    runs = table(Trainability, rows)
-    windows = rate_windows(runs)
-    ends = table(EndToEnd, sensitivity_rows())
-    tables = {
-        claims.END_TO_END: ends,
-        claims.RATIOS: table(SensitivityRatios, sensitivity_ratios(ends).to_dict("records")),
-        claims.TRAINABILITY: runs,
-        claims.WINDOWS: table(TuningWindows, windows.to_dict("records")),
-        claims.PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
-    }
-    window = terms(claims.init_and_tuning(tables, SECTION))["window change, pre-LN depth"]
+    window = terms(claims.init_and_tuning(a5_tables(rows), SECTION))["window change, pre-LN depth"]
     assert (window.estimate.point, window.verdict) == (-1.0, FAILS)
 
 
