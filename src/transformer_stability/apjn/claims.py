@@ -67,6 +67,53 @@ MIN_POINTS = 5
 MIN_RATES = 3
 """The fewest learning rates from which a tuning window is worth reading."""
 
+A1_STATISTIC = (
+    "GMFE of the APJN curves averaged over initializations and samples, against "
+    "the recursion, per variant and direction, with its 95 % bootstrap interval "
+    "(initializations, then samples within each); per variant, GMFE of the averaged q and "
+    "largest gap in p/q along depth, with 95 % bootstrap intervals over initializations"
+)
+
+A2_STATISTIC = (
+    "slope of ln J^{L,0} against ln L of the recursion over its window L << N^3, "
+    "per token count N, against ζ₋ = m/(m + 2a) and the attention-free 1 (exact); pre-LN's "
+    f"slope measured over the deepest factor {MEASURED_SPAN} of the measured depths minus "
+    "the recursion's, with its 95 % bootstrap interval over initializations; at few tokens "
+    "N and large depth with identical tokens (finite_n.csv), the largest fold error of the "
+    "mean measured/theory J^{b,0} over the compared blocks in the better of the exact and "
+    "the authors' closure, with its 95 % bootstrap interval over initializations"
+)
+
+A3_STATISTIC = (
+    "GMFE of the image curves over the compared blocks, mean over "
+    "initializations and images (per curve the mean of the three depth regions), per "
+    "variant and direction, with its 95 % bootstrap interval (initializations, then images "
+    "within each): full-Gram closure, and the (q, p) closure for context; slope of "
+    "ln(GMFE - 1) against ln(width) (full-Gram, width scan) with its bootstrap interval "
+    "over the initializations of each width, and the full-Gram GMFE at the scan's widest "
+    "model"
+)
+
+A4_STATISTIC = (
+    "RMS residual of ln J^{L,0} (recursion) about straight lines in ln L "
+    "(power law), sqrt(L) (stretched exponential) and L (exponential) over the deepest "
+    f"factor {LAW_WINDOW} of depths; per variant the expected law's residual over the "
+    "smallest other law's (exact); the fitted stretch exponent beta of ln J ~ L^beta "
+    "(asymptotics.csv; theory 1/2)"
+)
+
+A5_STATISTIC = (
+    "Derf's J^{{L,0}} at the largest over the smallest init multiplier (measured) over "
+    "pre-LN's, per multiplier sweep, with its 95 % bootstrap interval over initializations; "
+    "per norm and design factor (α₀, init multiplier, depth), from its smallest to its largest "
+    "level at equal other factors, the mean change of the window (rates of {rates}, {low} to "
+    "{high}, whose mean final loss over seeds is within {tolerance} of the best) and of the "
+    "best loss, with 95 % bootstrap intervals over training seeds; context: measured/theory "
+    "J^{{L,0}} over the sensitivity sweeps, J-matched pairs, the partial correlation of the best "
+    "loss with ln J^{{L,0}} given the design factors"
+)
+"""What each claim's Finding says it computed (A.5 with its grid of rates)."""
+
 INITS, SEEDS = "initializations", "training seeds"
 NESTED = "bootstrap over initializations, then {} within each"
 FACTOR_NAMES = {"alpha": "α₀", "attn_mult": "multiplier", "depth": "depth"}
@@ -187,10 +234,7 @@ def permsym_recursions(tables: Tables, section: Mapping[str, Any]) -> Finding | 
     q = {k[1]: e for k, e in stats.items() if k[0] == "q GMFE"}
     gap = {k[1]: e for k, e in stats.items() if k[0] == "p/q gap"}
     return Finding(
-        statistic="GMFE of the APJN curves averaged over initializations and samples, against "
-        "the recursion, per variant and direction, with its 95 % bootstrap interval "
-        "(initializations, then samples within each); per variant, GMFE of the averaged q and "
-        "largest gap in p/q along depth, with 95 % bootstrap intervals over initializations",
+        statistic=A1_STATISTIC,
         value=f"APJN GMFE worst {_worst(apjn)}; q GMFE worst {_worst(q)}; "
         f"largest p/q gap {_worst(gap)}",
         terms=_terms("APJN GMFE", apjn, at_most(AGREES))
@@ -314,13 +358,7 @@ def attention_exponent(tables: Tables, section: Mapping[str, Any]) -> Finding | 
     per_n += f" (no window within the theory depth for N = {unreached})" if unreached else ""
     fold_text = ", ".join(f"N = {n}: {e.text()}" for n, e in folds.items())
     return Finding(
-        statistic="slope of ln J^{L,0} against ln L of the recursion over its window L << N^3, "
-        "per token count N, against ζ₋ = m/(m + 2a) and the attention-free 1 (exact); pre-LN's "
-        f"slope measured over the deepest factor {MEASURED_SPAN} of the measured depths minus "
-        "the recursion's, with its 95 % bootstrap interval over initializations; at few tokens "
-        "N and large depth with identical tokens (finite_n.csv), the largest fold error of the "
-        "mean measured/theory J^{b,0} over the compared blocks in the better of the exact and "
-        "the authors' closure, with its 95 % bootstrap interval over initializations",
+        statistic=A2_STATISTIC,
         value=f"recursion {per_n}; ζ₋ = {_g(fits['predicted'].iloc[0])}, without attention 1; "
         f"measured {slopes['measured'].text()} vs recursion {slopes['recursion'].text()}; "
         f"identical-token fold error {fold_text}; finite N: "
@@ -371,13 +409,7 @@ def image_agreement(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     scan = _carried(slopes, "slope", "bootstrap over the initializations of each width",
                     section["width_scan"]["inits"])  # fmt: skip
     return Finding(
-        statistic="GMFE of the image curves over the compared blocks, mean over "
-        "initializations and images (per curve the mean of the three depth regions), per "
-        "variant and direction, with its 95 % bootstrap interval (initializations, then images "
-        "within each): full-Gram closure, and the (q, p) closure for context; slope of "
-        "ln(GMFE - 1) against ln(width) (full-Gram, width scan) with its bootstrap interval "
-        "over the initializations of each width, and the full-Gram GMFE at the scan's widest "
-        "model",
+        statistic=A3_STATISTIC,
         value=f"(q, p) worst {_worst(qp)}; full-Gram worst {_worst(gram)}; "
         f"width slope largest {_worst(scan)}; full-Gram at {_widest(tables[WIDTH_EXCESS])}",
         terms=_terms("full-Gram GMFE", gram, at_most(AGREES))
@@ -447,11 +479,7 @@ def depth_laws(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
     if not terms:
         return None
     return Finding(
-        statistic="RMS residual of ln J^{L,0} (recursion) about straight lines in ln L "
-        "(power law), sqrt(L) (stretched exponential) and L (exponential) over the deepest "
-        f"factor {LAW_WINDOW} of depths; per variant the expected law's residual over the "
-        "smallest other law's (exact); the fitted stretch exponent beta of ln J ~ L^beta "
-        "(asymptotics.csv; theory 1/2)",
+        statistic=A4_STATISTIC,
         value="; ".join(texts),
         terms=tuple(terms),
     )
@@ -642,15 +670,9 @@ def init_and_tuning(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     effects = bootstrap(train[TRAIN_COLUMNS], tuning_effects, "train_seed", SEEDS)
     rates = np.sort(train["lr"].unique())
     return Finding(
-        statistic="Derf's J^{L,0} at the largest over the smallest init multiplier (measured) "
-        "over pre-LN's, per multiplier sweep, with its 95 % bootstrap interval over "
-        "initializations; per norm and design factor (α₀, init multiplier, depth), from its "
-        "smallest to its largest level at equal other factors, the mean change of the window "
-        f"(rates of {len(rates)}, {_g(rates[0])} to {_g(rates[-1])}, whose mean final loss "
-        f"over seeds is within {TOLERANCE:.0%} of the best) and of the best loss, with 95 % "
-        "bootstrap intervals over training seeds; context: measured/theory J^{L,0} over the "
-        "sensitivity sweeps, J-matched pairs, the partial correlation of the best loss with "
-        "ln J^{L,0} given the design factors",
+        statistic=A5_STATISTIC.format(
+            rates=len(rates), low=_g(rates[0]), high=_g(rates[-1]), tolerance=f"{TOLERANCE:.0%}"
+        ),
         value=f"{_spread_text(spread.reset_index())}; Derf's spread over pre-LN's "
         + ", ".join(f"{s} {e.text()}" for s, e in contrast.items())
         + f"; {_ratios_text(tables[RATIOS])}; {_effect_text(effects, levels)}; "
