@@ -208,9 +208,8 @@ def token_statistics(curves: pd.DataFrame) -> pd.Series:
     largest gap of the averaged p/q from the recursion's, over the blocks of the forward
     curves (averaged over initializations and samples): indexed (statistic, model)."""
     (models, _), m = grid_means(curves, ["model", "block"], ["q", "q_theory", "p", "p_theory"])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        q = np.exp(np.nanmean(np.abs(np.log(m["q"] / m["q_theory"])), axis=1))
-        gap = np.nanmax(np.abs(m["p"] / m["q"] - m["p_theory"] / m["q_theory"]), axis=1)
+    q = np.exp(np.nanmean(np.abs(np.log(m["q"] / m["q_theory"])), axis=1))
+    gap = np.nanmax(np.abs(m["p"] / m["q"] - m["p_theory"] / m["q_theory"]), axis=1)
     values = {("q GMFE", model): v for model, v in zip(models, q, strict=True)}
     return labelled(values | {("p/q gap", model): v for model, v in zip(models, gap, strict=True)})
 
@@ -385,10 +384,10 @@ def _widest(excess: pd.DataFrame) -> str:
     """'d = 768: 1.03 (Derf α=1.5, forward)': the worst full-Gram GMFE over the compared blocks
     at the widest model of the width scan, for context."""
     rows = excess[(excess["region"] == "compared") & (excess["closure"] == "gram")]
-    rows = _labelled(rows[rows["width"] == rows["width"].max()])
+    width = rows["width"].max()
+    rows = _labelled(rows[rows["width"] == width])
     gmfe_mean = rows.set_index(["model", "direction"])["excess_mean"] + 1.0
-    label = gmfe_mean.idxmax()
-    return f"d = {int(rows['width'].iloc[0])}: {_g(gmfe_mean.max())} ({_where(label)})"
+    return f"d = {int(width)}: {_g(gmfe_mean.max())} ({_where(gmfe_mean.idxmax())})"
 
 
 def image_agreement(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
@@ -403,9 +402,11 @@ def image_agreement(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     slopes = _labelled(slopes).dropna(subset="slope")
     if full.empty or slopes.empty:
         return None
-    inits = section["measure"]["inits"]
-    gram = _carried(full, "gmfe_gram", NESTED.format("images"), inits)
-    qp = _carried(means, "gmfe", NESTED.format("images"), inits)
+
+    def carried(rows: pd.DataFrame, column: str) -> dict[Any, Estimate]:
+        return _carried(rows, column, NESTED.format("images"), section["measure"]["inits"])
+
+    gram, qp = carried(full, "gmfe_gram"), carried(means, "gmfe")
     scan = _carried(slopes, "slope", "bootstrap over the initializations of each width",
                     section["width_scan"]["inits"])  # fmt: skip
     return Finding(
