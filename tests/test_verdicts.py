@@ -112,6 +112,9 @@ def test_nearer_lies_between_the_midpoints_to_the_nearest_rivals():
     assert term(0.80, 0.93, c).verdict == UNDECIDED  # straddles 0.875
     assert term(0.80, 0.87, c).verdict == HOLDS
     assert term(0.875, 0.95, c).verdict == FAILS  # equally near 1 is not nearer 3/4
+    bottom = nearer(0.0, [0.75, 1.0])
+    assert (bottom.low, bottom.high) == (-math.inf, 0.375)
+    assert term(-9.0, 0.3, bottom).verdict == HOLDS
     top = nearer(1.5, [0.0, 0.75, 1.0])
     assert (top.low, top.high) == (1.25, math.inf)
     assert term(1.3, 9.0, top).verdict == HOLDS
@@ -140,7 +143,7 @@ def test_a_claim_fails_on_any_failing_term_and_holds_only_when_all_hold():
     assert combined([HOLDS, HOLDS]) == HOLDS
     assert combined([HOLDS, UNDECIDED]) == UNDECIDED
     assert combined([UNDECIDED, FAILS, HOLDS]) == FAILS
-    with pytest.raises(ValueError, match="at least one term"):
+    with pytest.raises(ValueError, match="^a claim's verdict needs at least one term$"):
         combined([])
 
 
@@ -169,7 +172,12 @@ def test_the_text_and_the_margin_of_a_term():
     assert t.text() == "x 1.02 [1, 1.04] <= 1.05: holds"
     # the tighter of two holding terms is the one whose interval comes nearer the end
     assert margin(term(1.0, 1.04, at_most(1.05))) < margin(term(1.0, 1.02, at_most(1.05)))
-    assert margin(Term("x", Estimate.exact(1.0), at_most(1.05))) > 1e6
+    # equal gaps: the wider interval is the tighter
+    assert margin(term(1.0, 1.04, at_most(1.05))) == pytest.approx(0.25)
+    assert margin(term(1.02, 1.04, at_most(1.05))) == pytest.approx(0.5)
+    # an exact value: its gap relative to the value (or to the smallest float scale at 0)
+    assert margin(Term("x", Estimate.exact(2.0), at_most(2.05))) == pytest.approx(0.05 / 2e-12)
+    assert margin(Term("x", Estimate.exact(0.0), at_most(1.0))) == pytest.approx(1e300)
     anything = Term("x", Estimate(1.0, 0.0, 2.0, "b", 3, "seeds"), within(-math.inf, math.inf))
     assert anything.verdict == HOLDS and margin(anything) == math.inf
 
