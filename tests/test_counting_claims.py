@@ -871,6 +871,7 @@ def test_c6_value_and_what_it_needs_to_run():
         "1 (L = 32), 1 (L = 64)"
     )
     assert _c6(lengths=(8, 16)) is None
+    assert _c6(lengths=(16, 32, 64)).verdict == HOLDS
     assert _finding("C.6", section={"theory": {"fit_points": 2}}) is None
     spec = next(spec for spec in C.CLAIMS if spec.id == "C.6")
     assert spec.units == {C.TRAINING: ("seed",)} and C.TRAINING in spec.tables
