@@ -806,7 +806,13 @@ def test_c6_slope_range_and_need_of_given_brackets():
     assert C._step_need(open_top, C._weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 64"
     )
+    both_open = _brackets([1.0, 1.0, 1.0], [math.inf, 1.1, math.inf])
+    assert C._step_need(both_open, C._weights(np.array(FIT)), law) == (
+        "a grid bound meeting the quorum at L = 16, 64"
+    )
     middle_open = _brackets([1.0, 1.0, 1.0], [1.1, math.inf, 1.1])  # no weight: moves nothing
+    lo, hi = C._slope_range(middle_open, C._weights(np.array(FIT)))
+    assert (lo, hi) == pytest.approx((-math.log(1.1) / math.log(4), math.log(1.1) / math.log(4)))
     assert C._step_need(middle_open, C._weights(np.array(FIT)), law).startswith("B steps <= ")
     edge = _brackets([1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
     w = C._weights(np.array(FIT))
