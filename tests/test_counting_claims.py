@@ -806,7 +806,13 @@ def test_c6_slope_range_and_need_of_given_brackets():
     assert C._step_need(open_top, C._weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 64"
     )
+    both_open = _brackets([1.0, 1.0, 1.0], [math.inf, 1.1, math.inf])
+    assert C._step_need(both_open, C._weights(np.array(FIT)), law) == (
+        "a grid bound meeting the quorum at L = 16, 64"
+    )
     middle_open = _brackets([1.0, 1.0, 1.0], [1.1, math.inf, 1.1])  # no weight: moves nothing
+    lo, hi = C._slope_range(middle_open, C._weights(np.array(FIT)))
+    assert (lo, hi) == pytest.approx((-math.log(1.1) / math.log(4), math.log(1.1) / math.log(4)))
     assert C._step_need(middle_open, C._weights(np.array(FIT)), law).startswith("B steps <= ")
     edge = _brackets([1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
     w = C._weights(np.array(FIT))
@@ -871,6 +877,7 @@ def test_c6_value_and_what_it_needs_to_run():
         "1 (L = 32), 1 (L = 64)"
     )
     assert _c6(lengths=(8, 16)) is None
+    assert _c6(lengths=(16, 32, 64)).verdict == HOLDS
     assert _finding("C.6", section={"theory": {"fit_points": 2}}) is None
     spec = next(spec for spec in C.CLAIMS if spec.id == "C.6")
     assert spec.units == {C.TRAINING: ("seed",)} and C.TRAINING in spec.tables
