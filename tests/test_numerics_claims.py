@@ -948,6 +948,8 @@ def test_recursion_reports_ranges_per_source_model_and_format(checked):
         "formats 5-8"
     )
     assert "embedding-dominated alpha (0.01): 0.0334-0.0334x the plateau" in finding.value
+    assert terms(finding)["typical/measured per source, lowest"].estimate.point == 3.0
+    assert terms(finding)["typical/measured per source, highest"].estimate.point == 4.0
 
 
 def test_typical_ratio_leaves_out_exact_results(checked):
