@@ -1160,6 +1160,11 @@ def test_sink_contrast_is_the_least_concentrated_trained_over_the_most_concentra
     ]
 
 
+def test_strong_sink_heads_counted_at_the_regime_s_edge(checked):
+    finding = sink_heads(checked, sinks_frame(1 - 2.0**-8))
+    assert "8 heads with median p_max >= 0.5, 1 with p99 of p_max >= 1 - 2^-8" in finding.value
+
+
 def test_sink_claim_counts_exactly_at_one_half(checked):
     finding = sink_heads(checked, sinks_frame(0.5))
     assert verdict_of(finding, "sink heads, trained-small") == HOLDS
