@@ -948,6 +948,8 @@ def test_recursion_reports_ranges_per_source_model_and_format(checked):
         "formats 5-8"
     )
     assert "embedding-dominated alpha (0.01): 0.0334-0.0334x the plateau" in finding.value
+    assert terms(finding)["typical/measured per source, lowest"].estimate.point == 3.0
+    assert terms(finding)["typical/measured per source, highest"].estimate.point == 4.0
 
 
 def test_typical_ratio_leaves_out_exact_results(checked):
@@ -1156,6 +1158,11 @@ def test_sink_contrast_is_the_least_concentrated_trained_over_the_most_concentra
         "sink heads, trained-b",
         "sink heads, trained-small",
     ]
+
+
+def test_strong_sink_heads_counted_at_the_regime_s_edge(checked):
+    finding = sink_heads(checked, sinks_frame(1 - 2.0**-8))
+    assert "8 heads with median p_max >= 0.5, 1 with p99 of p_max >= 1 - 2^-8" in finding.value
 
 
 def test_sink_claim_counts_exactly_at_one_half(checked):
