@@ -627,6 +627,17 @@ def test_c5_counts_classification_lengths_only():
     assert _verdict("C.5", "best-head margin slope, none", **{C.PRECISION: rising}) == FAILS
 
 
+def test_c5_trained_margins_to_two_digits():
+    def margin(value):
+        trained = _precision().assign(
+            relative_margin=lambda f: f["relative_margin"].where(f["source"] != "training", value)
+        )
+        return _finding("C.5", **{C.PRECISION: trained}).value
+
+    assert margin(0.0012345).endswith("relative margin 0.0012, 1 exact in float32")
+    assert margin(1.2345e-5).endswith("relative margin 1.2e-05, 1 exact in float32")
+
+
 # --- C.6 ---------------------------------------------------------------------------------
 
 
@@ -785,6 +796,7 @@ def test_c6_brackets_of_monotone_and_non_monotone_grids():
     assert bracket([0, 0, 0, 0.25]) == (1.3, math.inf, math.inf, None, 16, 1.0)
     assert bracket([1, 1, 1, 1], bound=1.0) == (0.95, 0.95, 0.95, None, 16, 1.0)
     assert bracket([0, 1, 1, 1], bound=0.9) == (0.95, 1.1, 1.1, 0.95, 16, 0.9)
+    assert bracket([0, 1, 1, 1], bound=0.95) == (0.95, 1.1, 1.1, 0.95, 16, 0.95)  # on the bound
 
 
 def _brackets(lows, highs, lengths=FIT):
@@ -820,6 +832,8 @@ def test_c6_slope_range_and_need_of_given_brackets():
     assert C._step_need(edge, w, on_end) == (
         "the slope through the brackets' centres sits on the criterion's end"
     )
+    near = _brackets([1.0, 1.0, 4**0.84692], [1.0, 1.0, 4**0.84692])  # step 3.97 %
+    assert C._step_need(near, C._weights(np.array(FIT)), law).startswith("B steps <= 3.9 % near")
     centred = _brackets([1.0, 1.0, 4**0.85], [1.0, 1.0, 4**0.85])  # slope 0.85: gap 0.025
     step = math.exp(2 * 0.025 * math.log(4) / 2) - 1  # sum|w| = 2 / log 4
     assert C._step_need(centred, C._weights(np.array(FIT)), law) == (
