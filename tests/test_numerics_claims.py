@@ -466,6 +466,15 @@ def test_norm_bounds_tightness_decided_by_its_interval(checked, ratio, spread, e
     assert term.estimate.point == pytest.approx(ratio, rel=0.01)
 
 
+def test_tightness_resamples_the_samples_of_each_setting(checked):
+    """The samples are drawn within each setting: the fewest samples of a setting (here 4 at
+    the largest outlier) set the units an undecided term's need counts."""
+    norms = norms_frame(spread=0.3)
+    norms = norms[(norms.outlier == 0) | (norms["sample"] < 4)]
+    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    assert terms(finding)["median bound/error, norms"].estimate.units == 4
+
+
 def test_softmax_bound_loose_by_orders_of_magnitude_fails(checked):
     loose = softmax_frame(bound_over_error=1e3)
     finding = claims.bounds_hold(bound_tables(checked, softmax=loose), SECTION)
@@ -703,6 +712,11 @@ def test_shifted_growth_decided_by_its_interval(checked, growth, spread, expecte
     term = terms(finding)["error growth, shifted"]
     assert term.verdict == expected
     assert straddles(term, claims.FACTOR) == (expected == UNDECIDED)
+
+
+def test_shift_claim_from_the_smallest_to_the_largest_offset(checked):
+    finding = shift_finding(checked, offsets=(0.0, 10.0, 30.0))
+    assert finding.value.startswith("offset 0 -> 30: unshifted kappa x13, ")
 
 
 def test_shift_claim_undefined_exponents_without_warnings(checked):
