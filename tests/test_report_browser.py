@@ -94,7 +94,7 @@ def test_landing_page_opens_on_the_claims_above_the_configuration(report, page, 
     for claim in ("A.1", "N.1", "C.1"):
         assert claim in claims
     # the configuration is there, collapsed below the claims
-    hidden = page.evaluate("document.querySelector('details').textContent")
+    hidden = page.evaluate("document.querySelector('details.configuration').textContent")
     assert "forward_source_block" in hidden and "forward_source_block" not in text
 
     shot = tmp_path / "landing.png"
