@@ -208,6 +208,15 @@ def test_unit_resamples_keep_each_units_rows_and_every_stratum():
         assert copy.groupby("cond")["seed"].nunique().max() <= 5
 
 
+def test_units_of_unequal_size_are_drawn_whole():
+    # seed s holds s + 1 rows: a drawn unit's rows are exactly one original seed's rows
+    frame = pd.DataFrame([{"seed": s, "row": r} for s in range(4) for r in range(s + 1)])
+    for copy in unit_resamples(frame, ["seed"], resamples=30, seed=2):
+        for _, rows in copy.groupby("seed"):
+            assert sorted(rows["row"]) == list(range(len(rows)))
+        assert copy["seed"].nunique() == 4
+
+
 def test_a_unit_drawn_twice_counts_twice():
     frame = grid(seeds=3)
     originals = []

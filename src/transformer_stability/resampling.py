@@ -5,6 +5,7 @@ estimators, tables (`unit_interval`) for the claims. Knows no study."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
@@ -79,20 +80,25 @@ def unit_resamples(
     (a model, a length): their units are drawn apart, and every copy keeps every condition."""
     keys = [*strata, *units]
     groups = frame.groupby(keys, sort=True, dropna=False).indices
-    by_stratum: dict[tuple, list[np.ndarray]] = {}
-    for key, rows in groups.items():
-        key = key if isinstance(key, tuple) else (key,)
-        by_stratum.setdefault(key[: len(strata)], []).append(rows)
-    rng = np.random.default_rng(seed)
-    for _ in range(resamples):
-        picked, labels = [], []
-        for members in by_stratum.values():
-            for position, unit in enumerate(rng.integers(0, len(members), size=len(members))):
-                picked.append(members[unit])
-                labels.append(np.full(len(members[unit]), position))
-        copy = frame.iloc[np.concatenate(picked)].reset_index(drop=True)
-        label = np.concatenate(labels)
-        yield copy.assign(**{column: label for column in units})
+    strata_of = [key[: len(strata)] if isinstance(key, tuple) else () for key in groups]
+    members = list(groups.values())
+    lengths = np.array([len(rows) for rows in members])
+    rows, starts = np.concatenate(members), np.cumsum(lengths) - lengths
+    # each unit's slot is refilled by a unit drawn from its own stratum, [first, first + size):
+    # the groups are sorted with the strata first, so a stratum's units are contiguous
+    first, size = [], []
+    for _, run in itertools.groupby(range(len(strata_of)), key=strata_of.__getitem__):
+        slots = list(run)
+        first += [slots[0]] * len(slots)
+        size += [len(slots)] * len(slots)
+    drawn = first + np.random.default_rng(seed).integers(0, size, size=(resamples, len(size)))
+    for units_drawn in drawn:
+        counts = lengths[units_drawn]
+        ends = np.cumsum(counts)
+        within = np.arange(ends[-1]) - np.repeat(ends - counts, counts)
+        copy = frame.take(rows[np.repeat(starts[units_drawn], counts) + within])
+        label = np.repeat(np.arange(len(units_drawn)), counts)
+        yield copy.reset_index(drop=True).assign(**{column: label for column in units})
 
 
 def unit_draws(
