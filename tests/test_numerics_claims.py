@@ -442,6 +442,13 @@ def test_bounds_hold_on_valid_tight_bounds(checked):
     assert named["median bound/error, softmax"].criterion.text == "<= 100"
 
 
+def test_a_pair_without_a_bound_still_counts_as_checked(checked):
+    norms = norms_frame()
+    norms.loc[norms.metric == "bound_bulk", "value"] = np.nan
+    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    assert finding.value.startswith("0 of 368 above their bound (norms 0/128, ")
+
+
 def test_bounds_fail_when_an_error_exceeds_its_bound(checked):
     finding = claims.bounds_hold(
         bound_tables(checked, norms=norms_frame(bound_over_error=0.9)), SECTION
@@ -558,6 +565,13 @@ def test_norms_claim_reads_the_largest_outlier_per_format(checked):
     assert finding.verdict == HOLDS
     assert "; m10: bulk error LN/RMS 32.2, bulk kappa LN/RMS 1" in finding.value
     assert "bulk kappa LN/RMS, m10" in terms(finding)
+
+
+def test_norms_ratios_resample_the_samples_of_each_format(checked):
+    frame = pd.concat([norms_frame(), norms_frame().assign(mantissa_bits=10)])
+    frame = frame[(frame.mantissa_bits == 7) | (frame["sample"] < 4)]
+    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    assert terms(finding)["bulk error LN/RMS, m10"].estimate.units == 4
 
 
 @pytest.mark.parametrize(
@@ -1031,6 +1045,15 @@ def test_alpha_claim_lists_every_embedding_dominated_alpha(checked):
     assert terms(finding)["rel_linf departure from plateau, random-gpt2 m10"].estimate.point == (
         pytest.approx(1 / 0.3)
     )
+
+
+def test_alpha_claim_skips_a_group_without_two_residual_dominated_alphas(checked):
+    bf16 = errors_frame(precision="bf16")
+    at_one = (bf16.metric == "stream_median_l2") & (bf16.alpha == 1.0)
+    bf16.loc[at_one, ["p01", "p25", "p50", "p75", "p99"]] = 10.0  # share 3.3: a transition
+    errors = pd.concat([bf16, errors_frame()])
+    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    assert [t for t in terms(finding) if "max/min" in t] == ["rel_linf max/min, random-gpt2 m10"]
 
 
 def test_alpha_claim_leaves_a_stream_rounding_format_untested_after_the_flip(checked):
