@@ -631,6 +631,7 @@ def test_sink_aware_bound_falls_with_tail_mass(checked):
     assert list(named) == ["bound slope, shifted", "bound slope, unshifted", "median bound/error"]
     assert named["bound slope, shifted"].criterion.text == "in [0.8, 1.2]"
     assert named["median bound/error"].criterion.text == "<= 10"
+    assert named["median bound/error"].estimate.basis == "bootstrap over samples"
 
 
 @pytest.mark.parametrize(
@@ -657,6 +658,34 @@ def test_sink_bound_tightness_decided_by_its_interval(checked, ratio, spread, ex
     term = terms(finding)["median bound/error"]
     assert term.verdict == expected and finding.verdict == expected
     assert straddles(term, claims.SINK_TIGHT) == (expected == UNDECIDED)
+
+
+def test_sink_slopes_per_mode(checked):
+    frame = softmax_frame()
+    smallest = (
+        (frame["mode"] == "unshifted") & (frame.metric == "l1_abs") & (frame.p_max == 1 - 1e-5)
+    )
+    frame.loc[smallest, "bound"] *= 10**0.2  # two decades: the slope falls by 0.1
+    finding = claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    assert terms(finding)["bound slope, shifted"].estimate.point == pytest.approx(1.0)
+    assert terms(finding)["bound slope, unshifted"].estimate.point == pytest.approx(0.9)
+
+
+def test_strong_sink_regime_ends_at_u(checked):
+    """1 - p_max = 0.01 lies above u = 2^-8: its flat bound (the error is u/2 there) is not in
+    the slope; 1 - p_max = u is."""
+    finding = sink_finding(checked, p_maxes=(0.5, 0.99, 1 - 1e-3, 1 - 1e-5))
+    assert terms(finding)["bound slope, shifted"].estimate.point == pytest.approx(1.0)
+    assert sink_finding(checked, p_maxes=(0.5, 1 - 2.0**-8, 1 - 2.0**-12)) is not None
+    assert sink_finding(checked, p_maxes=(0.5, 1 - 10 / 4096, 1 - 1 / 4096)) is not None  # 10x
+
+
+def test_sink_claim_reports_the_casts_up_to_their_own_u(checked):
+    """fp16's u is 2^-11: 1 - p_max = 2^-11 (bound/error 4) is reported with 1e-5 (20)."""
+    finding = sink_finding(
+        checked, p_maxes=(0.5, 1 - 1e-3, 1 - 2.0**-11, 1 - 1e-5), cast_floor=1e-5
+    )
+    assert finding.value.endswith("; torch casts, median bound/error: fp16 12")
 
 
 def test_flat_softmax_bound_fails_the_sink_claim(checked):
