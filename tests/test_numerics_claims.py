@@ -391,8 +391,10 @@ def test_ratio_median_leaves_out_exact_results():
 def test_slope_of_a_power_law_and_nan_without_one():
     x = pd.Series([1.0, 10.0, 100.0])
     assert claims._slope(x, 3 * x**0.5) == pytest.approx(0.5)
-    assert np.isnan(claims._slope(x, pd.Series([1.0, 0.0, 2.0])))
-    assert np.isnan(claims._slope(x, pd.Series([1.0, np.inf, 2.0])))
+    with warnings.catch_warnings():  # no log of 0 or inf attempted
+        warnings.simplefilter("error")
+        assert np.isnan(claims._slope(x, pd.Series([1.0, 0.0, 2.0])))
+        assert np.isnan(claims._slope(x, pd.Series([1.0, np.inf, 2.0])))
 
 
 STATISTICS = {
@@ -686,6 +688,15 @@ def test_sink_claim_reports_the_casts_up_to_their_own_u(checked):
         checked, p_maxes=(0.5, 1 - 1e-3, 1 - 2.0**-11, 1 - 1e-5), cast_floor=1e-5
     )
     assert finding.value.endswith("; torch casts, median bound/error: fp16 12")
+
+
+def test_sink_claim_reports_every_cast(checked):
+    frame = softmax_frame(cast_floor=1e-5)
+    bf16 = frame[frame.format == "fp16"].assign(format="bf16", mantissa_bits=7)
+    finding = claims.sink_bound(
+        {claims.SOFTMAX: checked(pd.concat([frame, bf16]), Softmax)}, SECTION
+    )
+    assert finding.value.endswith("; torch casts, median bound/error: bf16 12, fp16 20")
 
 
 def test_flat_softmax_bound_fails_the_sink_claim(checked):
