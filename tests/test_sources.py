@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from transformer_stability.plotting import figures_in
 from transformer_stability.registry import FIGURES
-from transformer_stability.sources import module_sources, script_sources
+from transformer_stability.sources import module_closure, script_sources
 
 SCRIPTS = sorted((ROOT / "workflow" / "scripts").glob("*.py"))
 
@@ -46,15 +47,46 @@ def test_computing_jobs_never_depend_on_figure_styling(script):
     """Restyling a figure (figures and style modules, plotting) must not rerun a measurement;
     nor may a study's pipeline declaration or the registry, which import the figures."""
     closure = _modules(script_sources(script))
-    styling = {m for m in closure if m.endswith(("figures.py", "style.py", "pipeline.py"))}
+    styling = {m for m in closure if m.endswith(("style.py", "pipeline.py")) or "figures" in m}
     styling |= closure & {"plotting.py", "registry.py", "study.py"}
     assert not styling
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
-def test_a_plot_depends_on_its_own_figures_module_only(name):
-    closure = _modules(module_sources(FIGURES[name].plot.__module__))
-    study = FIGURES[name].study
-    assert f"{study}/figures.py" in closure
-    others = {f"{s}/figures.py" for s in ("apjn", "numerics", "counting")} - {f"{study}/figures.py"}
-    assert not closure & others
+def test_a_plot_depends_on_its_own_figure_module_only(name):
+    """One module per figure: editing one plot or caption redraws that figure alone."""
+    own = FIGURES[name].plot.__module__
+    closure = set(module_closure(own))
+    others = {figure.plot.__module__ for figure in FIGURES.values()} - {own}
+    assert own in closure and not closure & others
+
+
+def _package(root: Path, modules: dict[str, str]) -> str:
+    """A figures package `figs_<n>` under `root` with these module sources; its name."""
+    name = f"figs_{len(list(root.iterdir()))}"
+    (root / name).mkdir()
+    (root / name / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (root / name / f"{module}.py").write_text(source)
+    return name
+
+
+FIGURE_SOURCE = """\
+from transformer_stability.plotting import FigureSpec
+FIGURE = FigureSpec("{name}", "{code}", "apjn", {{}}, print, "", dict)
+"""
+
+
+def test_figures_are_found_one_per_module_in_the_natural_order_of_their_codes(
+    tmp_path, monkeypatch
+):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    codes = {"ten": "A10", "two": "A2", "one_theory": "A1-theory", "one": "A1"}
+    modules = {m: FIGURE_SOURCE.format(name=m, code=c) for m, c in codes.items()}
+    package = _package(tmp_path, {**modules, "_helpers": "WIDTH = 3\n"})
+    found = figures_in(package)
+    assert [f.code for f in found] == ["A1", "A1-theory", "A2", "A10"]
+    assert [f.name for f in found] == ["one", "one_theory", "two", "ten"]
+    stray = _package(tmp_path, {**modules, "colours": "WIDTH = 3\n"})
+    with pytest.raises(TypeError, match=f"{stray}.colours"):
+        figures_in(stray)

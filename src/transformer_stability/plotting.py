@@ -6,7 +6,10 @@ invocation and most jobs import the registry (its declarations) and draw nothing
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +52,28 @@ class FigureSpec:
     def render_caption(self, settings: Settings) -> str:
         """The caption for these settings; a field they do not hold is an error, not a blank."""
         return render_caption(self.caption, settings)
+
+
+def natural_order(code: str) -> tuple[Any, ...]:
+    """Sort key of a figure code that reads its numbers as numbers: A1, A1-theory, A2, A10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", code))
+
+
+def figures_in(package: str) -> tuple[FigureSpec, ...]:
+    """The figures of a study's figures `package`: the `FIGURE` of each of its modules (one
+    module per figure; modules named with a leading underscore hold shared helpers), in the
+    natural order of their codes. The package's `__init__` imports none of them, so that a
+    figure's code input (`sources.module_closure`) is its own module and the helpers it uses:
+    editing one plot redraws one figure."""
+    root = importlib.import_module(package)
+    names = [m.name for m in pkgutil.iter_modules(root.__path__) if not m.name.startswith("_")]
+    modules = [importlib.import_module(f"{package}.{name}") for name in names]
+    missing = [
+        m.__name__ for m in modules if not isinstance(getattr(m, "FIGURE", None), FigureSpec)
+    ]
+    if missing:
+        raise TypeError(f"figure modules without a FIGURE declaration: {', '.join(missing)}")
+    return tuple(sorted((m.FIGURE for m in modules), key=lambda f: natural_order(f.code)))
 
 
 def render_caption(caption: str, settings: Settings) -> str:
