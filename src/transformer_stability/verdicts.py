@@ -181,6 +181,8 @@ class Term:
         if gap == 0 or not math.isfinite(gap):
             return f"{self.name}: the estimate sits on the criterion's end; no {e.unit} decide it"
         spread = max(e.point - e.lo, e.hi - e.point)
+        if not math.isfinite(spread):  # a resample without the statistic's bound (a fit's NaN)
+            return f"{self.name}: an interval with finite ends (more {e.unit}, now {e.units})"
         needed = math.ceil(e.units * (spread / gap) ** 2)
         return f"{self.name}: about {needed} {e.unit} at the observed spread (now {e.units})"
 
@@ -202,8 +204,10 @@ def combined(verdicts: Iterable[str]) -> str:
 
 def margin(term: Term) -> float:
     """How far the term's interval lies inside its criterion, relative to the interval's
-    width (or to the value, for an exact one): the smaller, the nearer the term came to being
-    undecided."""
+    width: the smaller, the nearer the term came to being undecided. An exact value has no
+    noise to carry it across its criterion's end (inf), even when it sits on a closed end (a
+    count of zero where at most zero are allowed)."""
     e = term.estimate
-    gap = min(term.criterion.distance(e.lo), term.criterion.distance(e.hi))
-    return gap / max(e.hi - e.lo, abs(e.point) * 1e-12, 1e-300)
+    if e.hi == e.lo:
+        return math.inf
+    return min(term.criterion.distance(e.lo), term.criterion.distance(e.hi)) / (e.hi - e.lo)
