@@ -3,14 +3,14 @@
 
 from transformer_stability.numerics import checks, tables
 from transformer_stability.numerics.claims import CLAIMS
-from transformer_stability.numerics.figures import FIGURES
 from transformer_stability.numerics.items import SETTINGS, SWEEPS
+from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
 
 STUDY = Study(
     name="numerics",
     category="Study N: numerics",
-    figures=FIGURES,
+    figures=figures_in("transformer_stability.numerics.figures"),
     sweeps=SWEEPS,
     tables=tables.TABLES,
     settings=SETTINGS,
