@@ -3,14 +3,14 @@
 
 from transformer_stability.counting import checks, tables
 from transformer_stability.counting.claims import CLAIMS
-from transformer_stability.counting.figures import FIGURES
 from transformer_stability.counting.items import SETTINGS, SWEEPS
+from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
 
 STUDY = Study(
     name="counting",
     category="Study C: counting",
-    figures=FIGURES,
+    figures=figures_in("transformer_stability.counting.figures"),
     sweeps=SWEEPS,
     tables=tables.TABLES,
     settings=SETTINGS,
