@@ -4,7 +4,7 @@ of the means, so that single curves' deviations stay visible."""
 import pandas as pd
 import pytest
 
-from transformer_stability.apjn.figures import _ratio_spread
+from transformer_stability.apjn.figures._common import _ratio_spread
 
 
 def test_ratio_spread_is_the_mean_and_range_of_the_per_curve_ratios():

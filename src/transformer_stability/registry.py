@@ -54,7 +54,7 @@ def table_model(path: str | Path) -> type[Table] | None:
 
 
 def study_figures(study: str) -> list[FigureSpec]:
-    """The figures of one study, in declaration order."""
+    """The figures of one study, in the natural order of their codes (A1, A1-theory, A2)."""
     return list(STUDIES[study].figures)
 
 

@@ -2,14 +2,14 @@
 
 from transformer_stability.apjn import checks, tables
 from transformer_stability.apjn.claims import CLAIMS
-from transformer_stability.apjn.figures import FIGURES
 from transformer_stability.apjn.items import SETTINGS, SWEEPS
+from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
 
 STUDY = Study(
     name="apjn",
     category="Study A: signal propagation",
-    figures=FIGURES,
+    figures=figures_in("transformer_stability.apjn.figures"),
     sweeps=SWEEPS,
     tables=tables.TABLES,
     settings=SETTINGS,
