@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT, TINY, TINY_CORES, announced_jobs, copy_of_run, run_snakemake
 
-from transformer_stability.registry import study_figures
+from transformer_stability.registry import SWEEPS, study_figures
 
 PACKAGE = ROOT / "src" / "transformer_stability"
 
@@ -79,6 +79,16 @@ def test_editing_a_figure_module_redraws_that_figure_alone(workdir, study):
         jobs = planned(workdir)
     assert _rules(jobs) == {"figure"}
     assert _figures(jobs) == {figure.name}
+
+
+@pytest.mark.slow
+def test_editing_the_apjn_theory_fits_reruns_no_measurement_and_no_training(workdir):
+    """The fits of the mean-field tables (apjn/study.py) feed the theory tables, their figures
+    and the claims; no measurement or training job imports them."""
+    with edited("apjn/study.py"):
+        jobs = planned(workdir)
+    assert _rules(jobs) == {"apjn_theory_curves", "apjn_theory_depth", "figure", "claims"}
+    assert not _rules(jobs) & set(SWEEPS)
 
 
 @pytest.mark.slow

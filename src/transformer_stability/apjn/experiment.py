@@ -46,7 +46,6 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.study import variant_ids
 from transformer_stability.apjn.tables import FINITE_N_INPUTS, EndToEnd, FiniteN, MeasuredCurves
 from transformer_stability.apjn.theory import (
     MeanField,
@@ -168,7 +167,7 @@ def _sample_curves(
     the statistics also with the attention self-term (theory.propagate_statistics); and, when
     `gram`, the full-Gram closure seeded with the sample's Gram matrices (else NaN)."""
     kernel, mf, depth = norm_kernel(variant.norm, variant.alpha), m.mean_field, spec.depth
-    ids = {**variant_ids(variant, spec), "width": spec.width, "depth": depth}
+    ids = {**variant.ids(spec), "width": spec.width, "depth": depth}
     if gram and variant.norm in GRAM_NORMS:  # DyT: no closed pair kernel at unequal variances
         full = _gram_theory(variant, m, sample, b0, depth)
     else:
@@ -247,7 +246,7 @@ def _end_to_end(
             pd.DataFrame(
                 {
                     "sweep": sweep,
-                    **variant_ids(variant, spec),
+                    **variant.ids(spec),
                     "width": spec.width,
                     "depth": depths,
                     "sample": sample,

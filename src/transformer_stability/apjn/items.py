@@ -8,6 +8,7 @@ when, one of them changes; its `id` names its output file and its rows in the ch
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +37,15 @@ class Variant:
     @property
     def id(self) -> str:
         return variant_id(self.norm, self.alpha)
+
+    def ids(self, spec: ViTSpec) -> dict[str, Any]:
+        """The identifying columns every Study A table of a model starts with."""
+        return {
+            "norm": self.norm,
+            "alpha": math.nan if self.alpha is None else self.alpha,
+            "attn_mult": spec.attn_mult,
+            "mlp_mult": spec.mlp_mult,
+        }
 
 
 @dataclass(frozen=True)

@@ -97,16 +97,6 @@ class ApjnStudy:
         return MeanField.from_shape(self.shape)
 
 
-def variant_ids(variant: Variant, spec: ViTSpec) -> dict[str, Any]:
-    """The identifying columns every Study A table starts with."""
-    return {
-        "norm": variant.norm,
-        "alpha": np.nan if variant.alpha is None else variant.alpha,
-        "attn_mult": spec.attn_mult,
-        "mlp_mult": spec.mlp_mult,
-    }
-
-
 def theory_curves(study: ApjnStudy) -> pd.DataFrame:
     """Backward J^{L,b} and forward J^{b,0} for every variant at the configured depth."""
     mf, frames = study.mean_field, []
@@ -122,7 +112,7 @@ def theory_curves(study: ApjnStudy) -> pd.DataFrame:
             frames.append(
                 pd.DataFrame(
                     {
-                        **variant_ids(variant, study.spec),
+                        **variant.ids(study.spec),
                         "width": study.spec.width,
                         "depth": study.depth,
                         "direction": direction,
@@ -159,7 +149,7 @@ def _saturating_fits(study: ApjnStudy, variant: Variant, log_j: np.ndarray) -> l
     lo = max(2, math.floor(study.fit_from * study.max_depth))
     depth = np.arange(lo, study.max_depth + 1, dtype=float)
     y, mf = log_j[lo:], study.mean_field
-    ids = {**variant_ids(variant, study.spec), "n_tokens": mf.n_tokens, "two_mode_fit": np.nan}
+    ids = {**variant.ids(study.spec), "n_tokens": mf.n_tokens, "two_mode_fit": np.nan}
     window = (lo, study.max_depth)
     return [
         _fit_row(ids, "sqrt_depth_slope", np.sqrt(depth), y, window)
@@ -238,7 +228,7 @@ def preln_token_scaling(
     trajectories = _token_trajectories(study, counts)
     depths = np.unique(np.geomspace(1, depth_max, study.depth_points).round().astype(int))
     fine = np.unique(np.geomspace(1, depth_max, CROSSOVER_POINTS).round().astype(int))
-    ids = variant_ids(Variant("ln"), study.spec)
+    ids = Variant("ln").ids(study.spec)
     frames, rows, crossovers = [], [], []
     for (closure, n), traj in trajectories.items():
         mf = MeanField(base.a, base.m, n, exact=closure == "exact")
@@ -299,7 +289,7 @@ def _laws(
     t, t_lo = _law_variable(variant.norm, window), _law_variable(variant.norm, np.array([lo]))
     return pd.DataFrame(
         {
-            **variant_ids(variant, spec),
+            **variant.ids(spec),
             "quantity": fit["quantity"],
             "depth": window,
             "fitted_log_apjn": fit["fit_intercept"] + fit["fitted"] * t,
@@ -325,7 +315,7 @@ def depth_scaling(
         )
         curve = pd.DataFrame(
             {
-                **variant_ids(variant, study.spec),
+                **variant.ids(study.spec),
                 "width": study.spec.width,
                 "n_tokens": mf.n_tokens,
                 "depth": depths,

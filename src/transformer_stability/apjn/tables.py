@@ -34,7 +34,7 @@ def _positive(description: str, inf: bool = True) -> Any:
 
 
 class Ids(Table):
-    """The columns every Study A table of a model starts with (study.variant_ids)."""
+    """The columns every Study A table of a model starts with (items.Variant.ids)."""
 
     norm: Series[str] = _norm()
     alpha: Series[float] = _alpha()

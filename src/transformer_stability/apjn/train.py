@@ -33,7 +33,6 @@ from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Var
 from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
-from transformer_stability.apjn.study import variant_ids
 from transformer_stability.apjn.tables import Trainability
 from transformer_stability.apjn.theory import end_to_end_log_apjn
 from transformer_stability.tables import select
@@ -364,7 +363,7 @@ def train_table(item: TrainItem, device: torch.device, state: dict | None = None
     for run, (spec, _), result in zip(item.runs, training.runs, training.rows(), strict=True):
         log.info("%s alpha=%s mult=%g lr=%g: %s", item.id, run.alpha, run.mult, run.lr, result)
         rows.append({
-            **variant_ids(Variant(spec.norm, spec.alpha), spec),
+            **Variant(spec.norm, spec.alpha).ids(spec),
             "width": spec.width, "depth": spec.depth, "init_std": spec.init_std, "lr": run.lr,
             "dataset": item.data.source, "train_seed": run.seed, **result,
         })  # fmt: skip
