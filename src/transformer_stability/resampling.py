@@ -75,9 +75,10 @@ def unit_resamples(
 ) -> Iterator[pd.DataFrame]:
     """`resamples` copies of `frame` whose replication units (the distinct values of the `units`
     columns within each stratum of `strata`) are drawn with replacement, each unit keeping all
-    its rows. The `units` columns of a copy hold the draw's position, so a unit drawn twice
-    counts as two units in a statistic that groups by them. Strata are experimental conditions
-    (a model, a length): their units are drawn apart, and every copy keeps every condition."""
+    its rows. The `units` columns of a copy hold the draw's slot (numbered across all strata),
+    so a unit drawn twice counts as two units in a statistic that groups by them. Strata are
+    experimental conditions (a model, a length): their units are drawn apart, and every copy
+    keeps every condition."""
     keys = [*strata, *units]
     groups = frame.groupby(keys, sort=True, dropna=False).indices
     strata_of = [key[: len(strata)] if isinstance(key, tuple) else () for key in groups]
