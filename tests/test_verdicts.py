@@ -266,6 +266,32 @@ def test_bootstrap_counts_the_units_of_the_smallest_stratum_and_is_reproducible(
     assert counted["mean"].units == 3
 
 
+def test_bootstrap_draws_with_its_seed_and_pairs_each_label_with_its_own_draws():
+    frame = pd.DataFrame({"seed": range(12), "x": np.linspace(0.0, 1.0, 12) ** 2})
+
+    def mean(d: pd.DataFrame) -> pd.Series:
+        return pd.Series({"mean": d["x"].mean()})
+
+    one = bootstrap(frame, mean, "seed", "seeds", seed=1, resamples=60)["mean"]
+    draws = unit_draws(frame, mean, ["seed"], resamples=60, seed=1)["mean"].to_numpy()
+    assert (one.lo, one.hi) == pytest.approx(tuple(np.percentile(draws, [2.5, 97.5])))
+    zero = bootstrap(frame, mean, "seed", "seeds", resamples=60)["mean"]
+    assert (one.lo, one.hi) != (zero.lo, zero.hi)
+
+    # a statistic whose labels come in another order at every other call: each label's
+    # interval is still that label's, not its neighbour's in the first resample
+    two = pd.concat([frame.assign(g="low"), frame.assign(g="high", x=frame["x"] + 10.0)])
+    calls = []
+
+    def means(d: pd.DataFrame) -> pd.Series:
+        calls.append(1)
+        found = d.groupby("g")["x"].mean()
+        return found if len(calls) % 2 else found[::-1]
+
+    ordered = bootstrap(two, means, "seed", "seeds", strata=["g"])
+    assert ordered["low"].hi < 1.0 < 10.0 < ordered["high"].lo
+
+
 def test_bootstrap_takes_several_unit_columns():
     frame = grid(seeds=4)  # 4 seeds x 3 rows in each condition: 12 (seed, row) units
     found = bootstrap(frame, lambda d: d["value"].agg(["mean"]), ["seed", "row"], "cells")
