@@ -34,7 +34,7 @@ def _markdown_files() -> dict[Path, str]:
 def _produced_tables() -> set[str]:
     """Every table the workflow writes under results/: the figure registry's inputs, the
     gathered sweep tables and the literal outputs of the rule modules."""
-    tables = {path for figure in FIGURES.values() for path in figure.tables.values()}
+    tables = {path for figure in FIGURES.values() for path in figure.inputs.values()}
     for rules in (ROOT / "workflow" / "rules").glob("*.smk"):
         text = rules.read_text()
         tables |= {f"results/{key}.csv" for key in re.findall(r'"(\w+/\w+)":\s*"results/', text)}

@@ -37,7 +37,7 @@ def test_plot_takes_exactly_the_declared_tables(name):
     parameters = inspect.signature(figure.plot).parameters
     required = {p for p, v in parameters.items() if v.default is inspect.Parameter.empty}
     assert required <= set(figure.tables) <= set(parameters)
-    for path in figure.tables.values():
+    for path in figure.inputs.values():
         assert re.fullmatch(rf"results/{figure.study}/\w+\.csv", path), path
 
 
@@ -60,7 +60,7 @@ def test_the_docutils_check_catches_broken_rest(text):
 def test_captions_and_labels_render_for_every_preset(config_file):
     config = deep_merge(load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / config_file))
     for figure in FIGURES.values():
-        caption = Template(figure.caption, undefined=StrictUndefined).render(config=config).strip()
+        caption = Template(figure.template, undefined=StrictUndefined).render(config=config).strip()
         assert caption.startswith(figure.code.split("-")[0]), figure.name
         assert not _docutils_problems(caption), (figure.code, _docutils_problems(caption))
         labels = figure.labels(config)
@@ -76,5 +76,5 @@ def test_readme_table_lists_every_registered_figure_with_its_code_and_data():
     for name, (code, data) in rows.items():
         figure = FIGURES[name]
         assert code == figure.code, name
-        for path in figure.tables.values():
+        for path in figure.inputs.values():
             assert path.removeprefix("results/") in data, (name, path)

@@ -100,7 +100,7 @@ def test_a_table_is_checked_against_the_settings_it_records(tmp_path):
 
 def test_a_figure_of_tables_made_under_different_settings_is_refused(tmp_path):
     figure = next(f for f in FIGURES.values() if len(f.tables) > 1)
-    inputs = {name: tmp_path / "results" / path for name, path in figure.tables.items()}
+    inputs = {name: tmp_path / "results" / path for name, path in figure.inputs.items()}
     for k, path in enumerate(inputs.values()):
         _table(path, 1, {"seed": 0, "apjn": {"model": {"width": 32 if k == 0 else 48}}})
     with pytest.raises(SettingsError) as error:
@@ -164,5 +164,5 @@ def test_every_table_and_figure_of_a_tiny_run_records_its_settings(tiny_run):
         declared = config_slice(config, keys)
         assert merge_settings({"recorded": recorded, "declared": declared}) == recorded, path
     for figure in FIGURES.values():
-        tables = {name: tiny_run.workdir / path for name, path in figure.tables.items()}
+        tables = {name: tiny_run.workdir / path for name, path in figure.inputs.items()}
         assert read_settings(tiny_run.workdir / figure.pdf) == figure_settings(figure, tables)

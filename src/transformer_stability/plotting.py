@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, StrictUndefined
 
 from transformer_stability.settings import Settings, read_settings, tables_settings
+from transformer_stability.tables import Table, meta, result
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,16 +32,17 @@ class FigureSpec:
     """One paper figure, declared once: the registry, `rule all`, the plot rule, the report and
     the README follow from it.
 
-    `tables` maps each keyword argument of `plot` to the table it is drawn from (the output of
-    a data rule); `caption` is reST with Jinja fields over `config`, and `labels` gives the
-    report labels of the figure for a `config`: both are given the settings the figure's own
-    tables record (`figure_settings`), never the config of whatever run came last.
+    `tables` maps each keyword argument of `plot` to the model of the table it is drawn from
+    (the output of a data rule); `caption` is reST with Jinja fields over `config`, and
+    `labels` gives the report labels of the figure for a `config`: both are given the settings
+    the figure's own tables record (`figure_settings`), never the config of whatever run came
+    last. The caption ends with the tables' paths and rules, from their models (`template`).
     """
 
     name: str  # results/figures/<name>.pdf and .png
     code: str  # the paper-figure code, e.g. "A3"
     study: str  # apjn | numerics | counting
-    tables: Mapping[str, str]
+    tables: Mapping[str, type[Table]]
     plot: Callable[..., Figure]
     caption: str
     labels: Callable[[dict[str, Any]], dict[str, str]]
@@ -49,9 +51,22 @@ class FigureSpec:
     def pdf(self) -> str:
         return f"results/figures/{self.name}.pdf"
 
+    @property
+    def inputs(self) -> dict[str, str]:
+        """The path of each table, by the keyword argument of `plot` it is given to."""
+        return {name: result(model) for name, model in self.tables.items()}
+
+    @property
+    def template(self) -> str:
+        """The caption, then where its data come from."""
+        sources = dict.fromkeys(
+            f"{result(m)} (rule {meta(m)['rule']})" for m in self.tables.values()
+        )
+        return f"{self.caption.rstrip()}\nData: {', '.join(sources)}.\n"
+
     def render_caption(self, settings: Settings) -> str:
         """The caption for these settings; a field they do not hold is an error, not a blank."""
-        return render_caption(self.caption, settings)
+        return render_caption(self.template, settings)
 
 
 def natural_order(code: str) -> tuple[Any, ...]:

@@ -73,6 +73,12 @@ def meta(model: type[Table]) -> dict[str, str]:
     return model.__config__.metadata or {}
 
 
+def result(model: type[Table]) -> str:
+    """The model's table as rules, figures and claims name it: results/<its path>. The path
+    is written once, on the model."""
+    return f"results/{meta(model)['path']}"
+
+
 def columns_of(model: type[Table]) -> list[str]:
     """The model's own columns in order (without the provenance columns appended to them)."""
     return list(model.to_schema().columns)

@@ -96,7 +96,7 @@ GATHERED = {}
 # What the plot job of a figure reads (figures.smk), and its report category, labels, caption.
 def figure_inputs(wildcards):
     figure = FIGURES[wildcards.figure]
-    return {**figure.tables, "sources": module_sources(figure.plot.__module__)}
+    return {**figure.inputs, "sources": module_sources(figure.plot.__module__)}
 
 
 def figure_category(wildcards):
@@ -120,4 +120,4 @@ def figure_labels(file_format):
 def figure_caption(wildcards):
     """The figure's caption, rendered by the report from its tables' settings
     (workflow/report/figure.rst)."""
-    return ReportCaption(FIGURES[wildcards.figure].caption)
+    return ReportCaption(FIGURES[wildcards.figure].template)

@@ -9,6 +9,7 @@ import pandas as pd
 
 from transformer_stability.apjn.figures._common import CLOSURE_STYLES
 from transformer_stability.apjn.figures._labels import _labels
+from transformer_stability.apjn.tables import FiniteNCompare
 from transformer_stability.plotting import FigureSpec, new_figure, seaborn, set_style
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ FIGURE = FigureSpec(
     name="apjn_finite_n",
     code="A10",
     study="apjn",
-    tables={"compare": "results/apjn/finite_n_compare.csv"},
+    tables={"compare": FiniteNCompare},
     plot=plot_finite_n,
     caption="""\
 A10. Which closure of uniform attention holds at few tokens: J^{b,0} measured in pre-LN timm ViTs
@@ -69,8 +70,7 @@ tokens (p0 = q0), where uniform attention is exact at any weights; right: the ge
 (p0 = {{ config["apjn"]["input"]["p0"] }}). Mean over {{ config["apjn"]["finite_n"]["inits"] }}
 initializations ({{ config["apjn"]["finite_n"]["probes"] }} probes each), each against the
 theory with its own (a, m); bars: 95 % bootstrap intervals over initializations. A closure
-fits where its bar covers 1 (column verdict). Data: results/apjn/finite_n_compare.csv (from
-finite_n.csv).
+fits where its bar covers 1 (column verdict).
 """,
     labels=_labels(
         "A10",

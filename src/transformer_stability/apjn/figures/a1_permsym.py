@@ -16,6 +16,7 @@ from transformer_stability.apjn.figures._common import (
 )
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import NORM_LINESTYLES, variant_colors
+from transformer_stability.apjn.tables import MeasuredCurves
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ FIGURE = FigureSpec(
     name="apjn_permsym",
     code="A1",
     study="apjn",
-    tables={"curves": "results/apjn/measured_curves.csv"},
+    tables={"curves": MeasuredCurves},
     plot=plot_permsym,
     caption="""\
 {% set model = config["apjn"]["model"] -%}
@@ -99,7 +100,7 @@ their input samples, bars: the spread over all of them); lines: the infinite-wid
 seeded with the measured (q, p) at the source block and the mean-field constants read off the
 built weights. Left: backward J^{L,b}, right: forward J^{b,0}. Bottom: measured / theory of
 each curve (one per initialization and sample); line: their mean, band: their range, dotted: 1.
-Data: results/apjn/measured_curves.csv (input = equiangular).
+Rows: input = equiangular.
 """,
     labels=_labels("A1", "APJN vs block", "permutation-symmetric"),
 )

@@ -9,6 +9,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import _label, _select, _variants
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import NORM_LINESTYLES, variant_colors
+from transformer_stability.apjn.tables import TheoryCurves
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ FIGURE = FigureSpec(
     name="apjn_theory_curves",
     code="A1-theory",
     study="apjn",
-    tables={"curves": "results/apjn/theory_curves.csv"},
+    tables={"curves": TheoryCurves},
     plot=plot_theory_curves,
     caption="""\
 A1 (theory). Mean-field (infinite-width) APJN at initialization for a ViT of depth
@@ -60,7 +61,7 @@ permutation-symmetric input (q0 = {{ config["apjn"]["input"]["q0"] }}, p0 =
 {{ config["apjn"]["input"]["p0"] }}). Left: backward curve J^{L,b} (sensitivity of the last
 block output to block b); right: forward curve J^{b,0}. Pre-LN (black) grows as a power law; the
 saturating maps Derf (viridis, by alpha) and DyT (orange, dashed) grow as stretched exponentials
-whose rate rises with alpha. Data: results/apjn/theory_curves.csv.
+whose rate rises with alpha.
 """,
     labels=_labels("A1-theory", "APJN vs block (mean-field theory)", "permutation-symmetric"),
 )

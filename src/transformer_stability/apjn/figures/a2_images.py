@@ -15,6 +15,7 @@ from transformer_stability.apjn.figures._common import (
 )
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import variant_colors
+from transformer_stability.apjn.tables import MeasuredCurves
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ FIGURE = FigureSpec(
     name="apjn_images",
     code="A2",
     study="apjn",
-    tables={"curves": "results/apjn/measured_curves.csv"},
+    tables={"curves": MeasuredCurves},
     plot=plot_images,
     caption="""\
 A2. Per-image APJN curves for natural images ({{ config["apjn"]["images"]["source"] }} source,
@@ -94,8 +95,7 @@ and the per-token q of an image varies so much that mean(1/q_i) is several times
 which the (q, p) closure replaces it with; the full-Gram closure keeps every token's own
 variance and removes most of this. As the authors do, the agreement (A3) is measured
 from block {{ config["apjn"]["images"]["compare_from_block"] }} backward and from the source
-block forward; the earlier backward blocks are reported apart ("early"). Data:
-results/apjn/measured_curves.csv (input = images).
+block forward; the earlier backward blocks are reported apart ("early"). Rows: input = images.
 """,
     labels=_labels("A2", "per-image APJN vs block", "natural images"),
 )

@@ -9,6 +9,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import REGIONS, _label, _variants
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import variant_colors, variant_label
+from transformer_stability.apjn.tables import Agreement
 from transformer_stability.plotting import FigureSpec, new_figure, seaborn, set_style
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ FIGURE = FigureSpec(
     name="apjn_gmfe",
     code="A3",
     study="apjn",
-    tables={"agreement": "results/apjn/agreement.csv"},
+    tables={"agreement": Agreement},
     plot=plot_gmfe,
     caption="""\
 A3. Agreement between measured and theoretical APJN curves: geometric mean fold error GMFE =
@@ -75,7 +76,7 @@ both directions. On images the backward comparison starts at block
 {{ config["apjn"]["images"]["compare_from_block"] }}; the blocks before it, where the CLS token's
 tiny variance breaks the (q, p) closure (A2), are shown apart as "early". The right column
 repeats the image comparison with the full-Gram closure (pre-LN and Derf). The dashed line marks
-1.05. Data: results/apjn/agreement.csv (columns gmfe, gmfe_gram).
+1.05. Columns: gmfe, gmfe_gram.
 """,
     labels=_labels("A3", "GMFE by depth region", "both"),
 )

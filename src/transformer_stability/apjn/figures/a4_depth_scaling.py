@@ -17,6 +17,14 @@ from transformer_stability.apjn.figures._common import (
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.items import Variant
 from transformer_stability.apjn.style import variant_colors
+from transformer_stability.apjn.tables import (
+    Asymptotics,
+    DepthLaws,
+    EndToEnd,
+    PrelnCrossovers,
+    PrelnTokens,
+    TheoryDepth,
+)
 from transformer_stability.plotting import FigureSpec, new_figure, seaborn, set_style
 
 if TYPE_CHECKING:
@@ -207,12 +215,12 @@ FIGURE = FigureSpec(
     code="A4",
     study="apjn",
     tables={
-        "depth": "results/apjn/theory_depth.csv",
-        "asymptotics": "results/apjn/asymptotics.csv",
-        "laws": "results/apjn/depth_laws.csv",
-        "measured": "results/apjn/end_to_end.csv",
-        "tokens": "results/apjn/preln_tokens.csv",
-        "crossovers": "results/apjn/preln_crossovers.csv",
+        "depth": TheoryDepth,
+        "asymptotics": Asymptotics,
+        "laws": DepthLaws,
+        "measured": EndToEnd,
+        "tokens": PrelnTokens,
+        "crossovers": PrelnCrossovers,
     },
     plot=plot_depth_scaling,
     caption="""\
@@ -238,8 +246,8 @@ growth) whose slope is proportional to alpha (dashed: closed-form slope), and it
 Right: J^{L,0} measured in timm ViTs of depth {{ config["apjn"]["depth_scaling"]["max_depth"] }}
 at every depth L (the first L blocks of the deep model are an L-block model at init; dots: mean
 over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs, bars: spread)
-with the theory seeded by each input's statistics (lines). Data: results/apjn/theory_depth.csv,
-asymptotics.csv, preln_tokens.csv, preln_crossovers.csv and end_to_end.csv (sweep "depth").
+with the theory seeded by each input's statistics (lines). Measured rows: sweep "depth" of
+end_to_end.csv.
 """,
     labels=_labels("A4", "end-to-end APJN vs depth", "permutation-symmetric"),
 )

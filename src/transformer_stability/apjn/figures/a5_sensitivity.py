@@ -15,6 +15,7 @@ from transformer_stability.apjn.figures._common import (
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.items import Variant
 from transformer_stability.apjn.style import NORM_COLORS, NORM_LABELS
+from transformer_stability.apjn.tables import EndToEnd, SensitivityRatios
 from transformer_stability.plotting import FigureSpec, matplotlib_ticker, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -88,10 +89,7 @@ FIGURE = FigureSpec(
     name="apjn_sensitivity",
     code="A5",
     study="apjn",
-    tables={
-        "table": "results/apjn/end_to_end.csv",
-        "ratios": "results/apjn/sensitivity_ratios.csv",
-    },
+    tables={"table": EndToEnd, "ratios": SensitivityRatios},
     plot=plot_sensitivity,
     caption="""\
 A5. End-to-end APJN J^{L,0} of the depth-{{ config["apjn"]["model"]["depth"] }} model on
@@ -103,8 +101,8 @@ with {{ config["apjn"]["measure"]["probes"] }} Hutchinson probes). Bottom: measu
 each initialization and sample; line: the mean, band: the range, bars: the 95 % bootstrap
 interval of the mean (initializations, then samples within each, drawn with replacement),
 dotted: 1. Claim A.5 of results/claims.csv compares the spread over the multipliers of Derf with
-pre-LN's and reads the ratios. Data: results/apjn/end_to_end.csv (sweeps alpha, attn_mult,
-mlp_mult) and results/apjn/sensitivity_ratios.csv.
+pre-LN's and reads the ratios. Measured rows: sweeps alpha, attn_mult and mlp_mult of
+end_to_end.csv.
 """,
     labels=_labels(
         "A5",

@@ -9,6 +9,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import _label, _sample_mean, _select, _variants
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import NORM_LINESTYLES, variant_colors
+from transformer_stability.apjn.tables import MeasuredCurves
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ FIGURE = FigureSpec(
     name="apjn_token_stats",
     code="A6",
     study="apjn",
-    tables={"curves": "results/apjn/measured_curves.csv"},
+    tables={"curves": MeasuredCurves},
     plot=plot_token_stats,
     caption="""\
 A6. Token statistics along depth: the per-token variance q_b and the cross-token correlation
@@ -92,8 +93,8 @@ dashed: with the attention self-term, uniform attention averaging each token's o
 too, + a (q~ - p~)/N_tot; dotted, images: the full-Gram closure) against measurement (dots:
 mean over {{ config["apjn"]["measure"]["inits"] }} initializations and their inputs; band:
 range of the per-initialization means, the seed-to-seed spread), for the permutation-symmetric
-input (top) and natural images (bottom). Data: results/apjn/measured_curves.csv (columns q,
-p, q_theory, p_theory, q_theory_self, p_theory_self, q_theory_gram, p_theory_gram).
+input (top) and natural images (bottom). Columns: q, p, q_theory, p_theory, q_theory_self,
+p_theory_self, q_theory_gram, p_theory_gram.
 """,
     labels=_labels("A6", "token statistics q, p/q vs block", "both"),
 )

@@ -10,6 +10,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import _WINDOW_ROWS
 from transformer_stability.apjn.figures._labels import _labels, _task, _trained
 from transformer_stability.apjn.style import NORM_COLORS, NORM_LABELS, NORM_MARKERS, NORM_ORDER
+from transformer_stability.apjn.tables import TuningWindows
 from transformer_stability.plotting import FigureSpec, legend_line, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ FIGURE = FigureSpec(
     name="apjn_trainability",
     code="A7",
     study="apjn",
-    tables={"windows": "results/apjn/tuning_windows.csv"},
+    tables={"windows": TuningWindows},
     plot=plot_trainability,
     caption="""\
 A7. Tuning windows with the authors' recipe (AdamW, betas (0.9, 0.999), weight decay
@@ -82,8 +83,7 @@ never trained); middle: the number of rates whose loss is within 10 % of that be
 window); bottom: instability events over all its runs (non-finite loss or gradient, loss spikes
 above 1.5 x the lowest smoothed loss so far, gradient norms above 10 x their running mean).
 Columns: depth; lines: Derf and DyT against α₀, one style per init multiplier; pre-LN:
-horizontal lines. Data: results/apjn/tuning_windows.csv (rule apjn_tuning, from
-trainability.csv).
+horizontal lines.
 """,
     labels=_labels(
         "A7",

@@ -10,6 +10,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import _WINDOW_ROWS
 from transformer_stability.apjn.figures._labels import _labels, _task, _trained
 from transformer_stability.apjn.style import NORM_COLORS, NORM_LABELS, NORM_MARKERS
+from transformer_stability.apjn.tables import MatchedPairs, Trainability, TuningWindows
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -67,11 +68,7 @@ FIGURE = FigureSpec(
     name="apjn_trainability_theory",
     code="A8",
     study="apjn",
-    tables={
-        "windows": "results/apjn/tuning_windows.csv",
-        "pairs": "results/apjn/matched_pairs.csv",
-        "table": "results/apjn/trainability.csv",
-    },
+    tables={"windows": TuningWindows, "pairs": MatchedPairs, "table": Trainability},
     plot=plot_trainability_theory,
     caption="""\
 A8. Every configuration of A7 against the end-to-end APJN J^{L,0} that the mean-field theory
@@ -84,7 +81,7 @@ decided trainability, outcomes would order by it and matched pairs would lie fla
 theory against the Hutchinson estimate of the same J^{L,0} at init (16 training images, every
 token); pre-LN's measured value lies far above the theory because the CLS token (std 1e-6 plus
 the position embedding) has a tiny variance, so its LayerNorm Jacobian is huge, and the theory
-has no CLS channel. Data: results/apjn/tuning_windows.csv, matched_pairs.csv, trainability.csv.
+has no CLS channel.
 """,
     labels=_labels(
         "A8",

@@ -10,6 +10,7 @@ import pandas as pd
 from transformer_stability.apjn.agreement import EARLY
 from transformer_stability.apjn.figures._common import REGIONS, _label, _select, _variants
 from transformer_stability.apjn.figures._labels import _labels, _variant_list
+from transformer_stability.apjn.tables import WidthExcess, WidthSlopes
 from transformer_stability.apjn.width_fit import COMPARED
 from transformer_stability.plotting import FigureSpec, matplotlib_ticker, new_figure, set_style
 
@@ -89,10 +90,7 @@ FIGURE = FigureSpec(
     name="apjn_width_scan",
     code="A9",
     study="apjn",
-    tables={
-        "excess": "results/apjn/width_excess.csv",
-        "slopes": "results/apjn/width_slopes.csv",
-    },
+    tables={"excess": WidthExcess, "slopes": WidthSlopes},
     plot=plot_width_scan,
     caption="""\
 {% set head_dim = config["apjn"]["model"]["width"] // config["apjn"]["model"]["heads"] -%}
@@ -112,8 +110,7 @@ dashed: (q, p) closure; dotted: a 1/d guide; grey dashed: GMFE = 1.05. A mismatc
 as a power of d (slope -1/2 for the sample-to-sample fluctuations of one finite model, -1 for
 the finite-width bias of their mean) vanishes at infinite width, where the theory holds; one
 that stays flat is the closure's own error, as in the early blocks, where the CLS token breaks
-it (A2). Data: results/apjn/width_excess.csv and width_slopes.csv (rule apjn_width_fit, from
-width_agreement.csv).
+it (A2).
 """,
     labels=_labels(
         "A9",

@@ -10,6 +10,7 @@ import pandas as pd
 from transformer_stability.counting.figures._common import PLACEMENTS
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import PLACEMENT_LABELS
+from transformer_stability.counting.tables import Geometry
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ FIGURE = FigureSpec(
     name="counting_geometry",
     code="C1",
     study="counting",
-    tables={"geometry": "results/counting/geometry.csv"},
+    tables={"geometry": Geometry},
     plot=plot_geometry,
     caption="""\
 C1. Output at the query token Q of the explicit constructions of Study C (d =
@@ -72,7 +73,6 @@ axis), so gamma ⊙ N(z) + beta is the projection of that arc on the axis: a lin
 classification constructions,
 whose outputs are read by one head row per count (nearest-direction head on the arc or line,
 barycentric head for pre-norm). The setting is a reconstruction from the seed paper's abstract.
-Data: results/counting/geometry.csv.
 """,
     labels=report_labels("C1", "representation geometry", "none, pre, post (bare and learned)"),
 )

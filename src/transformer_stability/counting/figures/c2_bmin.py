@@ -11,6 +11,7 @@ import pandas as pd
 from transformer_stability.counting.figures._common import PLACEMENTS, fit_label
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import PLACEMENT_COLORS, PLACEMENT_LABELS
+from transformer_stability.counting.tables import BminTheory, Rates, ReferenceSlopes, Walls
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -93,12 +94,7 @@ FIGURE = FigureSpec(
     name="counting_bmin",
     code="C2",
     study="counting",
-    tables={
-        "theory": "results/counting/bmin_theory.csv",
-        "rates": "results/counting/rates.csv",
-        "walls": "results/counting/walls.csv",
-        "references": "results/counting/reference_slopes.csv",
-    },
+    tables={"theory": BminTheory, "rates": Rates, "walls": Walls, "references": ReferenceSlopes},
     plot=plot_bmin,
     caption="""\
 C2. B_min(L), the smallest bound on the 2-norm of every trainable vector that still lets one
@@ -110,8 +106,7 @@ Grey lines: the predicted laws L, L^{3/2}, L^{3/4} (results/counting/reference_s
 fitted slopes over the longest lengths are in the legend and in results/counting/rates.csv. Bare
 pre-norm bounds the scores, so no norm suffices past its wall (dash-dotted,
 results/counting/walls.csv). Linear attention needs a constant norm. The classification
-read-out's unit norms, with its storage and precision, are in C6. Data:
-results/counting/bmin_theory.csv.
+read-out's unit norms, with its storage and precision, are in C6.
 """,
     labels=report_labels("C2", "B_min vs L", "none, pre, post (bare and learned)"),
 )

@@ -11,6 +11,7 @@ import pandas as pd
 from transformer_stability.counting.figures._common import length_axis, log_ticks
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import READOUT_COLORS
+from transformer_stability.counting.tables import Training
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ FIGURE = FigureSpec(
     name="counting_training",
     code="C3",
     study="counting",
-    tables={"training": "results/counting/training.csv"},
+    tables={"training": Training},
     plot=plot_training,
     caption="""\
 C3. Unconstrained full-batch training (Adam, cosine decay, count-balanced weights, a step
@@ -72,8 +73,7 @@ steps for regression, {{ config["counting"]["training"]["classification"]["steps
 classification, {{ config["counting"]["training"]["dtype"] }}) of the
 learned-post-norm model on the whole (c, m) grid, regression vs classification read-out:
 exact-count accuracy on the grid, its count-balanced version, and the largest trainable-vector
-norm at the end of training, against L. Dots are seeds, lines their mean. Data:
-results/counting/training.csv (rows with B = inf).
+norm at the end of training, against L. Dots are seeds, lines their mean. Rows: B = inf.
 """,
     labels=report_labels("C3", "unconstrained training", "post (learned)"),
 )

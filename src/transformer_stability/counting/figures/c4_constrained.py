@@ -16,7 +16,14 @@ from transformer_stability.counting.figures._common import (
 )
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import READOUT_COLORS
-from transformer_stability.counting.tables import QUORUM
+from transformer_stability.counting.tables import (
+    QUORUM,
+    BminTheory,
+    EmpiricalBmin,
+    Rates,
+    Success,
+    Training,
+)
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -204,11 +211,11 @@ FIGURE = FigureSpec(
     code="C4",
     study="counting",
     tables={
-        "training": "results/counting/training.csv",
-        "success": "results/counting/success.csv",
-        "empirical": "results/counting/empirical_bmin.csv",
-        "theory": "results/counting/bmin_theory.csv",
-        "rates": "results/counting/rates.csv",
+        "training": Training,
+        "success": Success,
+        "empirical": EmpiricalBmin,
+        "theory": BminTheory,
+        "rates": Rates,
     },
     plot=plot_constrained,
     caption="""\
@@ -229,9 +236,7 @@ smallest exact bounds; dots are every run (filled: exact, open: not; red x: dive
 of the optimiser); the theory's lower bound (dashed, fitted over the same lengths as the trained
 B_min) and construction (solid). Right: the largest \\|y - c\\| of every run against B over the
 lower bound; exact below 1/2. Classification has no lower bound (scaling the head keeps the
-argmax), so its runs at fixed bounds appear in C6, where its cost is measured. Data:
-results/counting/training.csv, results/counting/success.csv, results/counting/empirical_bmin.csv,
-results/counting/rates.csv.
+argmax), so its runs at fixed bounds appear in C6, where its cost is measured.
 """,
     labels=report_labels("C4", "norm-constrained training", "post (learned)"),
 )

@@ -10,6 +10,7 @@ import pandas as pd
 
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import PLACEMENT_LABELS
+from transformer_stability.counting.tables import Exponents
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ FIGURE = FigureSpec(
     name="counting_exponents",
     code="C5",
     study="counting",
-    tables={"table": "results/counting/exponents.csv"},
+    tables={"table": Exponents},
     plot=plot_exponent_table,
     caption="""\
 C5. Growth exponent of B_min(L) per normalization placement and read-out: the theory's
@@ -77,7 +78,6 @@ last {{ config["counting"]["theory"]["fit_points"] }} finite points; window and 
 each cell) of the lower bounds, of the verified constructions and of the trained B_min (C4).
 Beside the trained exponent, the lower bound fitted over the very same lengths (over a short
 window its local slope is what training can match). Bare pre-norm has a wall instead of a rate.
-Data: results/counting/exponents.csv (from results/counting/rates.csv and walls.csv).
 """,
     labels=report_labels("C5", "table of exponents", "none, pre, post (bare and learned)"),
 )

@@ -16,6 +16,7 @@ from transformer_stability.counting.style import (
     PLACEMENT_MARKERS,
     READOUT_COLORS,
 )
+from transformer_stability.counting.tables import Precision, Rates, Success
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -173,11 +174,7 @@ FIGURE = FigureSpec(
     name="counting_precision",
     code="C6",
     study="counting",
-    tables={
-        "precision": "results/counting/precision.csv",
-        "success": "results/counting/success.csv",
-        "rates": "results/counting/rates.csv",
-    },
+    tables={"precision": Precision, "success": Success, "rates": Rates},
     plot=plot_precision,
     caption="""\
 C6. What the classification read-out pays instead of norm (d =
@@ -196,8 +193,7 @@ on its representation). Dotted: float32's and float64's unit roundoff. Right: th
 the grid counted exactly when the parameters and the forward pass are float32. Trained
 classifiers learn on the grid's edges (m = 0 and c + m = L) when
 counting.training.classification.edges_only is set; every exactness here is measured on the
-whole grid. Data: results/counting/precision.csv, results/counting/success.csv,
-results/counting/rates.csv.
+whole grid.
 """,
     labels=report_labels("C6", "storage and precision", "none, pre, post (bare and learned)"),
 )

@@ -11,6 +11,7 @@ import pandas as pd
 from transformer_stability.counting.figures._common import mark_exactness_threshold
 from transformer_stability.counting.figures._labels import report_labels
 from transformer_stability.counting.style import PLACEMENT_COLORS, PLACEMENT_LABELS
+from transformer_stability.counting.tables import Residual, Training
 from transformer_stability.plotting import FigureSpec, new_figure, set_style
 
 if TYPE_CHECKING:
@@ -90,10 +91,7 @@ FIGURE = FigureSpec(
     name="counting_residual",
     code="C7",
     study="counting",
-    tables={
-        "residual": "results/counting/residual.csv",
-        "training": "results/counting/training.csv",
-    },
+    tables={"residual": Residual, "training": Training},
     plot=plot_residual,
     caption="""\
 C7. Softmax regression never counts exactly with finite parameters: at L = {{
@@ -109,8 +107,7 @@ alpha c / (1 + alpha c) without a norm, the cosine of a direction moving along a
 post-norm). Crosses: the trained learned-post-norm runs at this L (C4's bound grid). Triangle
 at the bottom edge: linear attention's construction, whose error (0 up to float64 rounding,
 its value printed beside it) lies far below the axis, at a norm B that depends on d but not
-on L. Data:
-results/counting/residual.csv, results/counting/training.csv.
+on L.
 """,
     labels=report_labels("C7", "best error vs B", "none, post (bare and learned)"),
 )

@@ -10,6 +10,7 @@ import pandas as pd
 from transformer_stability.numerics.figures._common import alpha_colors, alpha_legend, grid, pairs
 from transformer_stability.numerics.figures._labels import gpt2_labels
 from transformer_stability.numerics.items import format_unit_roundoff
+from transformer_stability.numerics.tables import Gpt2Errors
 from transformer_stability.plotting import FigureSpec, set_style
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ FIGURE = FigureSpec(
     name="numerics_errors",
     code="N1",
     study="numerics",
-    tables={"table": "results/numerics/gpt2_errors.csv"},
+    tables={"table": Gpt2Errors},
     plot=errors_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -63,8 +64,7 @@ sequences; bands: p25-p75 and p01-p99. One panel per model and test format (fp32
 torch dtypes; m<bits> rounds every linear/matmul output to that many mantissa bits), one colour
 per residual scaling alpha (legend). The reference holds exactly the numbers the test format
 stores. For alpha large enough that the stream is residual-dominated the curves coincide; for
-small alpha the stream is embedding-dominated and the error falls. Data:
-results/numerics/gpt2_errors.csv.
+small alpha the stream is embedding-dominated and the error falls.
 """,
     labels=gpt2_labels("N1", "relative error vs residual add"),
 )

@@ -8,6 +8,7 @@ import pandas as pd
 
 from transformer_stability.numerics.figures._common import alpha_colors, alpha_legend, grid, pairs
 from transformer_stability.numerics.figures._labels import gpt2_labels
+from transformer_stability.numerics.tables import Gpt2Errors
 from transformer_stability.plotting import FigureSpec, set_style
 
 if TYPE_CHECKING:
@@ -41,15 +42,14 @@ FIGURE = FigureSpec(
     name="numerics_stream",
     code="N2",
     study="numerics",
-    tables={"table": "results/numerics/gpt2_errors.csv"},
+    tables={"table": Gpt2Errors},
     plot=stream_figure,
     caption="""\
 {% set n = config["numerics"] %}
 N2. Residual-stream size along depth per alpha: median over tokens (left) and minimum over
 tokens (right) of the token 2-norm, median over sequences (float64 reference). Small alpha: flat
 at the embedding's size (embedding-dominated); large alpha: proportional to alpha
-(residual-dominated). Data: results/numerics/gpt2_errors.csv (metrics stream_median_l2,
-stream_min_l2).
+(residual-dominated). Metrics: stream_median_l2, stream_min_l2.
 """,
     labels=gpt2_labels("N2", "residual-stream size vs residual add"),
 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from transformer_stability.numerics.figures._labels import gpt2_labels
+from transformer_stability.numerics.tables import Gpt2Errors
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ FIGURE = FigureSpec(
     name="numerics_alpha",
     code="N3",
     study="numerics",
-    tables={"table": "results/numerics/gpt2_errors.csv"},
+    tables={"table": Gpt2Errors},
     plot=alpha_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -52,7 +53,7 @@ embedding-sized stream, so each of the 2L adds errs by about u times the stream,
 errors pile up (as the square root of the number of adds) on a stream that no longer grows; at
 large alpha the stream grows with depth and dilutes the earlier roundings, and at still smaller
 alpha the updates fall below half an ulp, so an add errs by at most the (tiny) update. The
-emulated m<bits> formats add in float32 and show no bump. Data: results/numerics/gpt2_errors.csv.
+emulated m<bits> formats add in float32 and show no bump.
 """,
     labels=gpt2_labels("N3", "output error vs residual scaling"),
 )

@@ -8,6 +8,7 @@ import pandas as pd
 
 from transformer_stability.numerics.figures._labels import gpt2_labels
 from transformer_stability.numerics.style import OMEGA_LABELS
+from transformer_stability.numerics.tables import Gpt2Weights
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -38,14 +39,13 @@ FIGURE = FigureSpec(
     name="numerics_weights",
     code="N4",
     study="numerics",
-    tables={"table": "results/numerics/gpt2_weights.csv"},
+    tables={"table": Gpt2Weights},
     plot=weights_figure,
     caption="""\
 {% set n = config["numerics"] %}
 N4. Weight magnitudes per block: omega_OV = max-row-sum(W_O) x max-row-sum(W_V), omega_UD (MLP
 up and down projections) and omega_KQ = (2/sqrt(d_h)) max over heads of the product of the
-2-norms of the absolute row sums of W_K and W_Q, at alpha = 1. Data:
-results/numerics/gpt2_weights.csv.
+2-norms of the absolute row sums of W_K and W_Q, at alpha = 1.
 """,
     labels=gpt2_labels("N4", "weight magnitudes per block", "weights only"),
 )

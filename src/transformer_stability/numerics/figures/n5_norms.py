@@ -8,6 +8,7 @@ import pandas as pd
 
 from transformer_stability.numerics.figures._labels import synthetic_labels
 from transformer_stability.numerics.style import NUMERICS_NORM_COLORS
+from transformer_stability.numerics.tables import Norms
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ FIGURE = FigureSpec(
     name="numerics_norms",
     code="N5",
     study="numerics",
-    tables={"table": "results/numerics/norms.csv"},
+    tables={"table": Norms},
     plot=norms_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -83,8 +84,7 @@ evaluation step by step. Left: the bulk condition number (sensitivity of the non
 relative to their spread) is the same for both norms, yet LayerNorm's bulk error grows with M
 (right): its centred values x_i - mean are of size M/d and are rounded at that size, while
 RMSNorm never subtracts. LayerNorm's disadvantage is thus an instability of the algorithm
-(centring rounds at size M/d), not of the problem: the two conditionings are equal. Data:
-results/numerics/norms.csv.
+(centring rounds at size M/d), not of the problem: the two conditionings are equal.
 """,
     labels=synthetic_labels(
         "N5",

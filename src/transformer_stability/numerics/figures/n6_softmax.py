@@ -8,6 +8,7 @@ import pandas as pd
 
 from transformer_stability.numerics.figures._labels import synthetic_labels
 from transformer_stability.numerics.style import SOFTMAX_FORMAT_COLORS, SOFTMAX_MODE_COLORS
+from transformer_stability.numerics.tables import Softmax
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ FIGURE = FigureSpec(
     name="numerics_softmax",
     code="N6",
     study="numerics",
-    tables={"table": "results/numerics/softmax.csv"},
+    tables={"table": Softmax},
     plot=softmax_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -89,7 +90,7 @@ shifted does not (abs(z - max z)). Right: the same sink rows evaluated through r
 underflow: below the normal range (fp16: 2^-14, reached by tails of about e^-10 relative to the
 sink) a rounding errs by up to half the subnormal spacing, not relatively, which puts a floor
 under the error and the bound as the tail mass falls. Unshifted fp16 overflows once the sink
-logit exceeds ln 65504 (the bound is then infinite). Data: results/numerics/softmax.csv.
+logit exceeds ln 65504 (the bound is then infinite).
 """,
     labels=synthetic_labels(
         "N6",

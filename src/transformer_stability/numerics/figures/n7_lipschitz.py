@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from transformer_stability.numerics.figures._labels import synthetic_labels
+from transformer_stability.numerics.tables import Lipschitz
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ FIGURE = FigureSpec(
     name="numerics_lipschitz",
     code="N7",
     study="numerics",
-    tables={"table": "results/numerics/lipschitz.csv"},
+    tables={"table": Lipschitz},
     plot=lipschitz_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -70,8 +71,7 @@ over the ball. Left: token-wise max-norm, computed exactly (the largest absolute
 Jacobian, from its closed form), with the bound omega_OV (1 + 2 omega_KQ R^2) over the ball,
 which does not depend on n. Middle: Euclidean norm at the random input (power iteration on J^T
 J, not searched) with the classical bound over the ball, which grows as sqrt(n). Right: the
-max-norm bound over the worst found, per draw. Data: results/numerics/lipschitz.csv (columns
-bound_over_worst, worst_over_estimate).
+max-norm bound over the worst found, per draw. Columns: bound_over_worst, worst_over_estimate.
 """,
     labels=synthetic_labels(
         "N7", "attention Lipschitz constant vs length", lambda config: "float64"

@@ -9,6 +9,7 @@ import pandas as pd
 from transformer_stability.numerics.figures._common import alpha_colors
 from transformer_stability.numerics.figures._labels import gpt2_labels
 from transformer_stability.numerics.style import SOURCE_COLORS
+from transformer_stability.numerics.tables import Gpt2Recursion, RecursionSources
 from transformer_stability.plotting import FigureSpec, legend_line, set_style, subplots
 
 if TYPE_CHECKING:
@@ -60,10 +61,7 @@ FIGURE = FigureSpec(
     name="numerics_recursion",
     code="N8",
     study="numerics",
-    tables={
-        "table": "results/numerics/gpt2_recursion.csv",
-        "isolated": "results/numerics/recursion_sources.csv",
-    },
+    tables={"table": Gpt2Recursion, "isolated": RecursionSources},
     plot=recursion_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -81,8 +79,7 @@ alpha omega_k Lip_k of the worst-case recursion e_k <= (1 + alpha omega_k Lip_k)
 max abs(h_k) + l_k (a bound, first order in u), whose attention constant includes the score path
 through omega_KQ; Lip_k carries LayerNorm's 1/sigma(h_(k-1)), so the curves collapse once the
 stream is residual-dominated. How far the bound lies above the measured error at the first add
-(its vacuity) and how close the typical estimate comes: claim N.6 in results/claims.csv. Data:
-results/numerics/gpt2_recursion.csv, results/numerics/recursion_sources.csv.
+(its vacuity) and how close the typical estimate comes: claim N.6 in results/claims.csv.
 """,
     labels=gpt2_labels("N8", "error recursion bound vs measured"),
 )

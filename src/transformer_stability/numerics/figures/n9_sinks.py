@@ -8,6 +8,7 @@ import pandas as pd
 
 from transformer_stability.numerics.figures._labels import gpt2_labels
 from transformer_stability.numerics.style import TAB10
+from transformer_stability.numerics.tables import AttentionSinks, Softmax
 from transformer_stability.plotting import FigureSpec, set_style, subplots
 
 if TYPE_CHECKING:
@@ -66,10 +67,7 @@ FIGURE = FigureSpec(
     name="numerics_sinks",
     code="N9",
     study="numerics",
-    tables={
-        "table": "results/numerics/attention_sinks.csv",
-        "softmax": "results/numerics/softmax.csv",
-    },
+    tables={"table": AttentionSinks, "softmax": Softmax},
     plot=sinks_figure,
     caption="""\
 {% set n = config["numerics"] %}
@@ -81,7 +79,7 @@ ones (weights: trained, trained by the pipeline on WordNet's glosses) the held-o
 the tail mass 1 - p_max, with the sink strengths of N6's synthetic softmax rows dotted across
 (where the softmax bound of claim N.3 tightens as the tail mass falls). Right: the weight on the
 first token, where sinks of trained language models sit. The comparison is claim N.9 in
-results/claims.csv. Data: results/numerics/attention_sinks.csv, results/numerics/softmax.csv.
+results/claims.csv.
 """,
     labels=gpt2_labels("N9", "attention sinks per head", "float32"),
 )
