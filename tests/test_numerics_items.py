@@ -11,7 +11,6 @@ from conftest import ROOT, deep_merge, load_yaml
 from transformer_stability.io import read_table
 from transformer_stability.numerics.checks import config_errors
 from transformer_stability.numerics.items import (
-    SWEEPS,
     attention_items,
     group_items,
     model_seed,
@@ -20,6 +19,7 @@ from transformer_stability.numerics.items import (
     storage_groups,
     weights_items,
 )
+from transformer_stability.numerics.pipeline import SWEEPS
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR
 from transformer_stability.numerics.study import gpt2_model, group_tables, weights_rows

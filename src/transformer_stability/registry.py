@@ -29,12 +29,12 @@ SWEEPS: dict[str, Sweep] = {w.rule: w for s in STUDIES.values() for w in s.sweep
 # gathered tables those of its items, the other tables their study's declaration.
 TABLE_SETTINGS: dict[str, tuple[str, ...]] = {
     **{
-        f"{t}.csv": w.settings
+        meta(t)["path"]: w.settings
         for s in STUDIES.values()
         for w in s.sweeps
         for t in w.tables.values()
     },
-    **{path: keys for s in STUDIES.values() for path, keys in s.settings.items()},
+    **{meta(m)["path"]: keys for s in STUDIES.values() for m, keys in s.settings.items()},
 }
 # The config keys no table depends on (settings.py): what a run builds and shows, not what it
 # computes. Changing one replans no data rule; every other key is in some table's settings.

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 class Study:
     """One study: `name` is its config section and its folder under results/; `category` heads
     its figures in the report; `figures`, `sweeps` and `tables` (the models of the tables it
-    writes) are its declarations; `settings` gives, for every table not gathered from a sweep
-    (by its path below results/), the config keys it depends on (settings.py; a sweep declares
+    writes) are its declarations; `settings` gives, for the model of every table not gathered
+    from a sweep, the config keys it depends on (settings.py; a sweep declares
     its own); `config_errors` and `input_errors` check its config section
     (constraints between keys, outside inputs such as local data), returning messages that name
     the config key; `claims` are its abstract's claims, which the `claims` rule evaluates on its
@@ -30,7 +30,7 @@ class Study:
     figures: tuple[FigureSpec, ...]
     sweeps: tuple[Sweep, ...]
     tables: tuple[type[Table], ...]
-    settings: Mapping[str, tuple[str, ...]]
+    settings: Mapping[type[Table], tuple[str, ...]]
     config_errors: Callable[[dict[str, Any]], list[str]]
     input_errors: Callable[[dict[str, Any]], list[str]]
     claims: tuple[ClaimSpec, ...] = ()

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from transformer_stability.io import write_table
 from transformer_stability.provenance import with_provenance
-from transformer_stability.tables import ITEM_COLUMN, Table
+from transformer_stability.tables import ITEM_COLUMN, Table, meta
 from transformer_stability.work import Work
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Sweep:
 
     `items` builds the items from the study's config section and the run's seed; `tables` maps
     each output of a chunk job (the keys of what `script`'s table function returns, for a chunk
-    writing several tables) to the gathered table below results/ (`"apjn/measured_curves"`);
+    writing several tables) to the model of the table it is gathered into;
     `settings` are the config keys (dotted paths, settings.py) the items are built from: only
     they are passed to `items`, and the gathered tables record them; `gpu` says whether its jobs
     may use the GPU (else they run on the CPU; a GPU sweep declares `device`); `inputs` lists
@@ -68,15 +68,20 @@ class Sweep:
     rule: str
     script: str
     items: Callable[[Mapping[str, Any], int], Sequence[Item]]
-    tables: Mapping[str, str]
+    tables: Mapping[str, type[Table]]
     settings: tuple[str, ...]
     gpu: bool = True
     inputs: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda section: [])
     work: Callable[[Any], Work] | None = None
 
+    def gathered(self, output: str) -> str:
+        """The table `output` is gathered into, below results/ and without its suffix
+        ("apjn/measured_curves"): the gather rule's wildcard."""
+        return meta(self.tables[output])["path"].removesuffix(".csv")
+
     def chunk_table(self, output: str) -> str:
         """The path pattern of one chunk's table for `output` (wildcard `chunk`)."""
-        study, name = self.tables[output].split("/")
+        study, name = self.gathered(output).split("/")
         return f"results/{study}/items/{name}/{{chunk}}.csv"
 
     @property
@@ -87,7 +92,7 @@ class Sweep:
     @property
     def checkpoint(self) -> str:
         """The path pattern of a chunk's state after a segment (wildcards `chunk`, `segment`)."""
-        study, name = next(iter(self.tables.values())).split("/")
+        study, name = self.gathered(next(iter(self.tables))).split("/")
         return f"results/{study}/checkpoints/{name}/{{chunk}}/segment{{segment}}.pt"
 
 

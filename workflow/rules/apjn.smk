@@ -1,11 +1,34 @@
 # Study A: signal propagation at initialization. Theory rules write the mean-field tables; every
 # measured model and every training run is a sweep item (transformer_stability/apjn/items.py,
 # chunk rules in sweeps.smk); the rules here derive tables from the theory and the sweeps.
+from transformer_stability.apjn.tables import (
+    Agreement,
+    AgreementMeans,
+    Asymptotics,
+    DepthLaws,
+    EndToEnd,
+    FiniteN,
+    FiniteNCompare,
+    MatchedPairs,
+    MeasuredCurves,
+    PrelnCrossovers,
+    PrelnTokens,
+    SensitivityRatios,
+    TheoryCurves,
+    TheoryDepth,
+    Trainability,
+    TuningWindows,
+    WidthAgreement,
+    WidthExcess,
+    WidthSlopes,
+)
+
+
 rule apjn_theory_curves:
     input:
         sources=code("apjn_theory_curves.py"),
     output:
-        "results/apjn/theory_curves.csv",
+        result(TheoryCurves),
     log:
         "results/logs/apjn/theory_curves.log",
     benchmark:
@@ -22,11 +45,11 @@ rule apjn_theory_depth:
     input:
         sources=code("apjn_theory_depth.py"),
     output:
-        depth="results/apjn/theory_depth.csv",
-        asymptotics="results/apjn/asymptotics.csv",
-        laws="results/apjn/depth_laws.csv",
-        tokens="results/apjn/preln_tokens.csv",
-        crossovers="results/apjn/preln_crossovers.csv",
+        depth=result(TheoryDepth),
+        asymptotics=result(Asymptotics),
+        laws=result(DepthLaws),
+        tokens=result(PrelnTokens),
+        crossovers=result(PrelnCrossovers),
     log:
         "results/logs/apjn/theory_depth.log",
     benchmark:
@@ -41,11 +64,11 @@ rule apjn_theory_depth:
 
 rule apjn_agreement:
     input:
-        table="results/apjn/measured_curves.csv",
+        table=result(MeasuredCurves),
         sources=code("apjn_agreement.py"),
     output:
-        table="results/apjn/agreement.csv",
-        means="results/apjn/agreement_means.csv",
+        table=result(Agreement),
+        means=result(AgreementMeans),
     log:
         "results/logs/apjn/agreement.log",
     localrule: True
@@ -59,11 +82,11 @@ rule apjn_agreement:
 
 rule apjn_width_fit:
     input:
-        table="results/apjn/width_agreement.csv",
+        table=result(WidthAgreement),
         sources=code("apjn_width_fit.py"),
     output:
-        excess="results/apjn/width_excess.csv",
-        slopes="results/apjn/width_slopes.csv",
+        excess=result(WidthExcess),
+        slopes=result(WidthSlopes),
     log:
         "results/logs/apjn/width_fit.log",
     localrule: True
@@ -77,11 +100,11 @@ rule apjn_width_fit:
 
 rule apjn_tuning:
     input:
-        table="results/apjn/trainability.csv",
+        table=result(Trainability),
         sources=code("apjn_tuning.py"),
     output:
-        windows="results/apjn/tuning_windows.csv",
-        pairs="results/apjn/matched_pairs.csv",
+        windows=result(TuningWindows),
+        pairs=result(MatchedPairs),
     log:
         "results/logs/apjn/tuning.log",
     localrule: True
@@ -95,10 +118,10 @@ rule apjn_tuning:
 
 rule apjn_finite_n_compare:
     input:
-        table="results/apjn/finite_n.csv",
+        table=result(FiniteN),
         sources=code("apjn_finite_n_compare.py"),
     output:
-        table="results/apjn/finite_n_compare.csv",
+        table=result(FiniteNCompare),
     log:
         "results/logs/apjn/finite_n_compare.log",
     benchmark:
@@ -114,10 +137,10 @@ rule apjn_finite_n_compare:
 
 rule apjn_sensitivity_ratios:
     input:
-        table="results/apjn/end_to_end.csv",
+        table=result(EndToEnd),
         sources=code("apjn_sensitivity_ratios.py"),
     output:
-        table="results/apjn/sensitivity_ratios.csv",
+        table=result(SensitivityRatios),
     log:
         "results/logs/apjn/sensitivity_ratios.log",
     localrule: True

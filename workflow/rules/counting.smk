@@ -3,11 +3,27 @@
 # (transformer_stability/counting/items.py), computed in chunk jobs and gathered into
 # bmin_theory.csv + walls.csv and training.csv; small rules derive the rates, the reference laws
 # and the exponent table, so the plot rules only draw tables.
+from transformer_stability.counting.tables import (
+    BminTheory,
+    ConstructionPrecision,
+    EmpiricalBmin,
+    Exponents,
+    Geometry,
+    Precision,
+    Rates,
+    ReferenceSlopes,
+    Residual,
+    Success,
+    Training,
+    Walls,
+)
+
+
 rule counting_geometry:
     input:
         sources=code("counting_geometry.py"),
     output:
-        "results/counting/geometry.csv",
+        result(Geometry),
     log:
         "results/logs/counting/geometry.log",
     benchmark:
@@ -24,7 +40,7 @@ rule counting_residual:
     input:
         sources=code("counting_residual.py"),
     output:
-        "results/counting/residual.csv",
+        result(Residual),
     log:
         "results/logs/counting/residual.log",
     benchmark:
@@ -39,10 +55,10 @@ rule counting_residual:
 
 rule counting_references:
     input:
-        theory="results/counting/bmin_theory.csv",
+        theory=result(BminTheory),
         sources=code("counting_references.py"),
     output:
-        "results/counting/reference_slopes.csv",
+        result(ReferenceSlopes),
     log:
         "results/logs/counting/references.log",
     localrule: True
@@ -56,11 +72,11 @@ rule counting_references:
 
 rule counting_precision:
     input:
-        constructions="results/counting/construction_precision.csv",
-        training="results/counting/training.csv",
+        constructions=result(ConstructionPrecision),
+        training=result(Training),
         sources=code("counting_precision.py"),
     output:
-        "results/counting/precision.csv",
+        result(Precision),
     log:
         "results/logs/counting/precision.log",
     localrule: True
@@ -74,14 +90,14 @@ rule counting_precision:
 
 rule counting_rates:
     input:
-        theory="results/counting/bmin_theory.csv",
-        training="results/counting/training.csv",
-        precision="results/counting/precision.csv",
+        theory=result(BminTheory),
+        training=result(Training),
+        precision=result(Precision),
         sources=code("counting_rates.py"),
     output:
-        success="results/counting/success.csv",
-        empirical="results/counting/empirical_bmin.csv",
-        rates="results/counting/rates.csv",
+        success=result(Success),
+        empirical=result(EmpiricalBmin),
+        rates=result(Rates),
     log:
         "results/logs/counting/rates.log",
     localrule: True
@@ -95,11 +111,11 @@ rule counting_rates:
 
 rule counting_exponents:
     input:
-        rates="results/counting/rates.csv",
-        walls="results/counting/walls.csv",
+        rates=result(Rates),
+        walls=result(Walls),
         sources=code("counting_exponents.py"),
     output:
-        "results/counting/exponents.csv",
+        result(Exponents),
     log:
         "results/logs/counting/exponents.log",
     localrule: True

@@ -2,6 +2,7 @@
 # Every (model, α, storage group) of the GPT-2 runs and every model's weight magnitudes is a
 # sweep item (transformer_stability/numerics/items.py, chunk rules in sweeps.smk); the synthetic
 # bound experiments are one job each.
+from transformer_stability.numerics.tables import Gpt2Training
 from transformer_stability.numerics.items import BOUND_EXPERIMENTS
 
 
@@ -55,7 +56,7 @@ rule numerics_train:
         heldout="results/numerics/trained/heldout.txt",
     output:
         models=directory("results/numerics/trained/models"),
-        table="results/numerics/gpt2_training.csv",
+        table=result(Gpt2Training),
     log:
         "results/logs/numerics/train.log",
     benchmark:
@@ -63,6 +64,6 @@ rule numerics_train:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=config_slice(config, TABLE_SETTINGS["numerics/gpt2_training.csv"]),
+        settings=config_slice(config, TABLE_SETTINGS[meta(Gpt2Training)["path"]]),
     script:
         "../scripts/numerics_train.py"

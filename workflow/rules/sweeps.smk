@@ -1,5 +1,5 @@
 # One chunk rule per sweep, generated from the studies' sweep declarations
-# (transformer_stability/registry.py: SWEEPS; each declared once in its study's items module).
+# (transformer_stability/registry.py: SWEEPS; each declared once in its study's pipeline module).
 # A chunk job computes its items and writes one chunk table per declared output; one gather job
 # per table (gather.smk) puts the chunks' rows back in the sweep's item order. A sweep whose
 # items are trained in segments (the cluster plan's time limit, work.segments) gets a segment
@@ -37,8 +37,8 @@ for sweep in SWEEPS.values():
     items = sweep.items(section, settings["seed"])
     chunked = chunks(sweep, items)
     segments = sweep_segments(items)
-    for output, table in sweep.tables.items():
-        GATHERED[table] = (
+    for output in sweep.tables:
+        GATHERED[sweep.gathered(output)] = (
             sweep.chunk_table(output),
             [i.id for i in items],
             list(chunked),

@@ -16,7 +16,22 @@ import pandas as pd
 from transformer_stability.apjn.closures import closure_apjn, compared_blocks
 from transformer_stability.apjn.names import NormName
 from transformer_stability.apjn.style import variant_label
-from transformer_stability.apjn.tables import CLOSURES
+from transformer_stability.apjn.tables import (
+    CLOSURES,
+    AgreementMeans,
+    Asymptotics,
+    EndToEnd,
+    FiniteN,
+    FiniteNCompare,
+    MatchedPairs,
+    MeasuredCurves,
+    SensitivityRatios,
+    TheoryDepth,
+    Trainability,
+    TuningWindows,
+    WidthExcess,
+    WidthSlopes,
+)
 from transformer_stability.apjn.tuning import (
     CONFIG,
     MATCH,
@@ -24,6 +39,7 @@ from transformer_stability.apjn.tuning import (
     partial_correlation,
 )
 from transformer_stability.claims import ClaimSpec, Finding, Tables
+from transformer_stability.tables import meta
 from transformer_stability.verdicts import (
     Estimate,
     Term,
@@ -36,19 +52,19 @@ from transformer_stability.verdicts import (
     within,
 )
 
-CURVES = "apjn/measured_curves.csv"
-AGREEMENT = "apjn/agreement_means.csv"
-WIDTH_EXCESS = "apjn/width_excess.csv"
-WIDTH_SLOPES = "apjn/width_slopes.csv"
-ASYMPTOTICS = "apjn/asymptotics.csv"
-DEPTH = "apjn/theory_depth.csv"
-END_TO_END = "apjn/end_to_end.csv"
-RATIOS = "apjn/sensitivity_ratios.csv"
-TRAINABILITY = "apjn/trainability.csv"
-WINDOWS = "apjn/tuning_windows.csv"
-PAIRS = "apjn/matched_pairs.csv"
-FINITE_N = "apjn/finite_n.csv"
-FINITE_N_COMPARE = "apjn/finite_n_compare.csv"
+CURVES = meta(MeasuredCurves)["path"]
+AGREEMENT = meta(AgreementMeans)["path"]
+WIDTH_EXCESS = meta(WidthExcess)["path"]
+WIDTH_SLOPES = meta(WidthSlopes)["path"]
+ASYMPTOTICS = meta(Asymptotics)["path"]
+DEPTH = meta(TheoryDepth)["path"]
+END_TO_END = meta(EndToEnd)["path"]
+RATIOS = meta(SensitivityRatios)["path"]
+TRAINABILITY = meta(Trainability)["path"]
+WINDOWS = meta(TuningWindows)["path"]
+PAIRS = meta(MatchedPairs)["path"]
+FINITE_N = meta(FiniteN)["path"]
+FINITE_N_COMPARE = meta(FiniteNCompare)["path"]
 
 AGREES = 1.05
 """The GMFE at which a measured curve agrees with the theory (the line A3 and A9 draw); also

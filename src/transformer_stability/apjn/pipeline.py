@@ -2,9 +2,125 @@
 
 from transformer_stability.apjn import checks, tables
 from transformer_stability.apjn.claims import CLAIMS
-from transformer_stability.apjn.items import SETTINGS, SWEEPS
+from transformer_stability.apjn.costs import (
+    curve_work,
+    end_to_end_work,
+    finite_n_work,
+    train_work,
+    width_work,
+)
+from transformer_stability.apjn.items import (
+    curve_items,
+    end_to_end_items,
+    finite_n_items,
+    train_items,
+    width_items,
+)
+from transformer_stability.apjn.tables import (
+    Agreement,
+    AgreementMeans,
+    Asymptotics,
+    DepthLaws,
+    EndToEnd,
+    FiniteN,
+    FiniteNCompare,
+    MatchedPairs,
+    MeasuredCurves,
+    PrelnCrossovers,
+    PrelnTokens,
+    SensitivityRatios,
+    TheoryCurves,
+    TheoryDepth,
+    Trainability,
+    TuningWindows,
+    WidthAgreement,
+    WidthExcess,
+    WidthSlopes,
+)
 from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
+from transformer_stability.sweeps import Sweep
+
+# The config keys (settings.py) each sweep's items and each theory table are built from.
+_MODEL = ("seed", "apjn.model", "apjn.attn_mult", "apjn.mlp_mult", "apjn.input")
+_MEASURE = tuple(f"apjn.measure.{key}" for key in ("samples", "probes", "chunk_size", "dtype"))
+_IMAGES = tuple(f"apjn.images.{key}" for key in ("source", "cifar_root", "count"))
+_CURVES = (*_MODEL, *_MEASURE, *_IMAGES, "apjn.images.forward_source_block")
+_THEORY = (*_MODEL, "apjn.variants", "apjn.theory")
+
+SWEEPS = (
+    Sweep(
+        "apjn_curves",
+        "apjn_curves.py",
+        curve_items,
+        {"table": MeasuredCurves},
+        work=curve_work,
+        # compare_from_block: A2's caption, drawn from this table, states A3's regions
+        settings=(
+            "device",
+            *_CURVES,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.measure.equiangular_heads",
+            "apjn.images.compare_from_block",
+        ),
+    ),
+    Sweep(
+        "apjn_width",
+        "apjn_width.py",
+        width_items,
+        {"table": WidthAgreement},
+        work=width_work,
+        settings=("device", *_CURVES, "apjn.width_scan", "apjn.images.compare_from_block"),
+    ),
+    Sweep(
+        "apjn_end_to_end",
+        "apjn_end_to_end.py",
+        end_to_end_items,
+        {"table": EndToEnd},
+        work=end_to_end_work,
+        settings=(
+            "device",
+            *_MODEL,
+            *_MEASURE,
+            "apjn.variants",
+            "apjn.measure.inits",
+            "apjn.measure.sweep_samples",
+            "apjn.sensitivity",
+            "apjn.depth_scaling",
+        ),
+    ),
+    Sweep(
+        "apjn_finite_n",
+        "apjn_finite_n.py",
+        finite_n_items,
+        {"table": FiniteN},
+        work=finite_n_work,
+        settings=("device", *_MODEL, "apjn.measure.dtype", "apjn.finite_n"),
+    ),
+    Sweep(
+        "apjn_train",
+        "apjn_train.py",
+        train_items,
+        {"table": Trainability},
+        work=train_work,
+        settings=("device", "seed", "apjn.train"),
+    ),
+)
+
+SETTINGS = {
+    **dict.fromkeys(
+        (TheoryCurves, TheoryDepth, Asymptotics, DepthLaws, PrelnTokens, PrelnCrossovers), _THEORY
+    ),
+    Agreement: ("apjn.images.compare_from_block",),
+    AgreementMeans: ("apjn.images.compare_from_block", "seed"),
+    SensitivityRatios: ("seed",),
+    FiniteNCompare: ("seed",),
+    WidthExcess: (),
+    WidthSlopes: ("seed",),
+    TuningWindows: (),
+    MatchedPairs: (),
+}
 
 STUDY = Study(
     name="apjn",

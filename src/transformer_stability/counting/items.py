@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from transformer_stability.counting.names import READOUTS
-from transformer_stability.sweeps import Sweep
 from transformer_stability.work import TRAIN_FACTOR, Work
 
 
@@ -188,53 +187,3 @@ def geometry_item(counting: dict[str, Any], seed: int) -> GeometryItem:
     """C1 at the first theory width and counting.geometry_length."""
     theory = counting["theory"]
     return GeometryItem(theory["widths"][0], counting["geometry_length"], theory["margin"], seed)
-
-
-_THEORY = tuple(
-    f"counting.theory.{key}"
-    for key in (
-        "widths",
-        "lengths",
-        "classification_max_length",
-        "margin_lp_max_length",
-        "margin",
-    )
-)
-
-SWEEPS = (
-    # LPs and float64 grid checks: the theory never uses the GPU
-    Sweep(
-        "counting_theory",
-        "counting_theory.py",
-        theory_items,
-        {
-            "theory": "counting/bmin_theory",
-            "walls": "counting/walls",
-            "precision": "counting/construction_precision",
-        },
-        settings=("seed", *_THEORY),
-        gpu=False,
-    ),
-    Sweep(
-        "counting_training",
-        "counting_train.py",
-        train_items,
-        {"table": "counting/training"},
-        work=train_work,
-        settings=("device", "seed", "counting.training"),
-    ),
-)
-
-# The config keys (settings.py) of the tables not gathered from a sweep; a derived table also
-# records those of the tables it is computed from.
-_FIRST_WIDTH = ("seed", "counting.theory.widths")
-SETTINGS = {
-    "counting/geometry.csv": (*_FIRST_WIDTH, "counting.geometry_length", "counting.theory.margin"),
-    "counting/residual.csv": (*_FIRST_WIDTH, "counting.residual"),
-    "counting/reference_slopes.csv": ("seed",),
-    "counting/success.csv": ("seed",),
-    "counting/precision.csv": ("seed",),
-    "counting/empirical_bmin.csv": ("seed", "counting.theory.fit_points"),
-    "counting/rates.csv": ("seed", "counting.theory.fit_points"),
-    "counting/exponents.csv": ("seed",),
-}

@@ -19,6 +19,16 @@ import pandas as pd
 from transformer_stability import verdicts
 from transformer_stability.claims import ClaimSpec, Finding
 from transformer_stability.numerics.items import FORMAT_MANTISSA_BITS, format_unit_roundoff
+from transformer_stability.numerics.tables import (
+    AttentionSinks,
+    Gpt2Errors,
+    Gpt2Recursion,
+    Lipschitz,
+    Norms,
+    RecursionSources,
+    Softmax,
+)
+from transformer_stability.tables import meta
 from transformer_stability.verdicts import (
     Estimate,
     Term,
@@ -28,10 +38,10 @@ from transformer_stability.verdicts import (
     within,
 )
 
-NORMS, SOFTMAX, LIPSCHITZ = "numerics/norms.csv", "numerics/softmax.csv", "numerics/lipschitz.csv"
-ERRORS, RECURSION = "numerics/gpt2_errors.csv", "numerics/gpt2_recursion.csv"
-SOURCES = "numerics/recursion_sources.csv"
-SINKS = "numerics/attention_sinks.csv"
+NORMS, SOFTMAX, LIPSCHITZ = (meta(m)["path"] for m in (Norms, Softmax, Lipschitz))
+ERRORS, RECURSION = meta(Gpt2Errors)["path"], meta(Gpt2Recursion)["path"]
+SOURCES = meta(RecursionSources)["path"]
+SINKS = meta(AttentionSinks)["path"]
 UNITS = {
     NORMS: ("sample",),  # an input vector, the same for both norms at one outlier and format
     SOFTMAX: ("sample",),  # a logit vector, the same for every format and mode at one setting

@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR, GPT2Spec
-from transformer_stability.sweeps import Sweep
 from transformer_stability.work import Work, transformer_flop
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
@@ -228,17 +227,17 @@ def attention_items(numerics: dict[str, Any], seed: int) -> list[AttentionItem]:
     return [AttentionItem(spec, model_inputs(spec, inputs), seed) for spec in model_specs(numerics)]
 
 
-def _trained_models(numerics: dict[str, Any]) -> list[str]:
+def trained_models(numerics: dict[str, Any]) -> list[str]:
     """The pipeline's trained models, where the config has any."""
     trained = any(entry["weights"] == "trained" for entry in numerics["models"])
     return [MODELS_DIR] if trained else []
 
 
-def _outside_files(numerics: dict[str, Any]) -> list[str]:
+def outside_files(numerics: dict[str, Any]) -> list[str]:
     """The files the GPT-2 runs read: the text file they tokenize, if any (else synthetic
     tokens), and the pipeline's trained models with their held-out text, if any."""
     text = [numerics["inputs"]["text"]] if numerics["inputs"]["text"] is not None else []
-    trained = _trained_models(numerics)
+    trained = trained_models(numerics)
     return [*text, *trained, *([HELDOUT_TEXT] if trained else [])]
 
 
@@ -253,53 +252,5 @@ def group_work(item: GroupItem) -> Work:
     return Work(forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}")
 
 
-# the models: their entries, the base seed, and how the trained ones are trained
-_MODELS = ("seed", "numerics.models", "numerics.training")
-
-SWEEPS = (
-    Sweep(
-        "numerics_gpt2",
-        "numerics_gpt2.py",
-        group_items,
-        {"errors": "numerics/gpt2_errors", "recursion": "numerics/gpt2_recursion"},
-        settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
-        inputs=_outside_files,
-        work=group_work,
-    ),
-    Sweep(
-        "numerics_sources",
-        "numerics_sources.py",
-        sources_items,
-        {"table": "numerics/recursion_sources"},
-        settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
-        inputs=_outside_files,
-        work=sources_work,
-    ),
-    # a few norms of the weights: on the CPU
-    Sweep(
-        "numerics_weights",
-        "numerics_weights.py",
-        weights_items,
-        {"table": "numerics/gpt2_weights"},
-        settings=_MODELS,
-        inputs=_trained_models,
-        gpu=False,
-    ),
-    Sweep(
-        "numerics_attention",
-        "numerics_attention.py",
-        attention_items,
-        {"table": "numerics/attention_sinks"},
-        settings=("device", *_MODELS, "numerics.inputs"),
-        inputs=_outside_files,
-        work=attention_work,
-    ),
-)
-
-# The synthetic bound experiments: each table depends on its own config section (settings.py).
+# The synthetic bound experiments (rule numerics_bounds, one job each).
 BOUND_EXPERIMENTS = ("norms", "softmax", "lipschitz")
-SETTINGS = {
-    **{f"numerics/{name}.csv": ("seed", f"numerics.{name}") for name in BOUND_EXPERIMENTS},
-    # the trained models' loss curves (numerics/training.py)
-    "numerics/gpt2_training.csv": _MODELS,
-}

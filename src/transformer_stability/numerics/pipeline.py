@@ -3,9 +3,83 @@
 
 from transformer_stability.numerics import checks, tables
 from transformer_stability.numerics.claims import CLAIMS
-from transformer_stability.numerics.items import SETTINGS, SWEEPS
+from transformer_stability.numerics.items import (
+    attention_items,
+    attention_work,
+    group_items,
+    group_work,
+    outside_files,
+    sources_items,
+    sources_work,
+    trained_models,
+    weights_items,
+)
+from transformer_stability.numerics.tables import (
+    AttentionSinks,
+    Gpt2Errors,
+    Gpt2Recursion,
+    Gpt2Training,
+    Gpt2Weights,
+    Lipschitz,
+    Norms,
+    RecursionSources,
+    Softmax,
+)
 from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
+from transformer_stability.sweeps import Sweep
+
+# the models: their entries, the base seed, and how the trained ones are trained
+_MODELS = ("seed", "numerics.models", "numerics.training")
+
+SWEEPS = (
+    Sweep(
+        "numerics_gpt2",
+        "numerics_gpt2.py",
+        group_items,
+        {"errors": Gpt2Errors, "recursion": Gpt2Recursion},
+        settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
+        inputs=outside_files,
+        work=group_work,
+    ),
+    Sweep(
+        "numerics_sources",
+        "numerics_sources.py",
+        sources_items,
+        {"table": RecursionSources},
+        settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
+        inputs=outside_files,
+        work=sources_work,
+    ),
+    # a few norms of the weights: on the CPU
+    Sweep(
+        "numerics_weights",
+        "numerics_weights.py",
+        weights_items,
+        {"table": Gpt2Weights},
+        settings=_MODELS,
+        inputs=trained_models,
+        gpu=False,
+    ),
+    Sweep(
+        "numerics_attention",
+        "numerics_attention.py",
+        attention_items,
+        {"table": AttentionSinks},
+        settings=("device", *_MODELS, "numerics.inputs"),
+        inputs=outside_files,
+        work=attention_work,
+    ),
+)
+
+SETTINGS = {
+    # the synthetic bound experiments: each table depends on its own config section
+    Norms: ("seed", "numerics.norms"),
+    Softmax: ("seed", "numerics.softmax"),
+    Lipschitz: ("seed", "numerics.lipschitz"),
+    # the trained models' loss curves (numerics/training.py)
+    Gpt2Training: _MODELS,
+}
 
 STUDY = Study(
     name="numerics",

@@ -28,7 +28,7 @@ not a bound.
 Each term belongs to one rounding source (`SOURCES`: each matmul family, the softmax,
 LayerNorm, GELU, the residual add); a `SourceRounding` run rounds one source alone, and its
 recursion keeps only that source's terms, so each term is checked against what its source
-does (numerics/recursion_sources.csv).
+does (the recursion sources table).
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ A4. End-to-end APJN J^{L,0} against depth L from the mean-field recursion (up to
 {{ config["apjn"]["theory"]["max_depth"] }} blocks). Top left, log-log: pre-LN at the model's
 own N. Its (J, K) recursion, linearised at token correlation 1, has two power laws,
 ζ₋ = m/(m + 2a) and ζ₊ = 1 + a/(N(a + m/2)) in the authors' closure (ζ₊ = 1 in the exact
-one, results/apjn/preln_crossovers.csv); the start (J, K) = (1, 0) puts weight 1/(N + 1) on
+one, the crossovers table); the start (J, K) = (1, 0) puts weight 1/(N + 1) on
 ζ₊ in both, so J grows between L^ζ₋ and L^ζ₊, as L^ζ₋ only far below the crossover. The legend
 gives the exponent fitted one decade below the depth where ζ₊ carries 10 % of J, the same fit of
 the two-mode closed form, and ζ₋. Bottom left: pre-LN's local exponent against L / N^3 for

@@ -102,10 +102,10 @@ softmax attention layer count exactly (after rounding) every input of length at 
 for d = {{ config["counting"]["theory"]["widths"][0] }}. Dashed: lower bounds from the reduced
 problems on the m = 0 line (LP for the no-norm and pre-norm gain, read-out LP over the line
 geometry for post-norm). Solid: explicit constructions, each checked on the whole (c, m) grid.
-Grey lines: the predicted laws L, L^{3/2}, L^{3/4} (results/counting/reference_slopes.csv);
-fitted slopes over the longest lengths are in the legend and in results/counting/rates.csv. Bare
+Grey lines: the predicted laws L, L^{3/2}, L^{3/4} (the reference slopes table);
+fitted slopes over the longest lengths are in the legend and in the rates table. Bare
 pre-norm bounds the scores, so no norm suffices past its wall (dash-dotted,
-results/counting/walls.csv). Linear attention needs a constant norm. The classification
+the walls table). Linear attention needs a constant norm. The classification
 read-out's unit norms, with its storage and precision, are in C6.
 """,
     labels=report_labels("C2", "B_min vs L", "none, pre, post (bare and learned)"),
