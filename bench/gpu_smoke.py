@@ -23,14 +23,14 @@ from typing import Any
 import torch
 import yaml
 
-from transformer_stability.apjn.experiment import curve_table, width_table
 from transformer_stability.apjn.items import curve_items, width_items
+from transformer_stability.apjn.measured_tables import curve_table, width_table
 from transformer_stability.config import validate_config
-from transformer_stability.counting.experiment import training_table
 from transformer_stability.counting.items import train_items
+from transformer_stability.counting.training_tables import training_table
 from transformer_stability.device import resolve_device
+from transformer_stability.numerics.gpt2_tables import group_tables
 from transformer_stability.numerics.items import group_items
-from transformer_stability.numerics.study import group_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 

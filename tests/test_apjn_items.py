@@ -8,7 +8,6 @@ import pytest
 import torch
 from conftest import ROOT, deep_merge, load_yaml
 
-from transformer_stability.apjn.experiment import end_to_end_table
 from transformer_stability.apjn.items import (
     curve_items,
     depth_items,
@@ -17,7 +16,8 @@ from transformer_stability.apjn.items import (
     train_work,
     width_items,
 )
-from transformer_stability.apjn.train import segment_end, train_table
+from transformer_stability.apjn.measured_tables import end_to_end_table
+from transformer_stability.apjn.training import segment_end, train_table
 from transformer_stability.config import validate_config
 from transformer_stability.work import LIMIT_MIN, request_minutes
 

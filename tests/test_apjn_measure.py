@@ -38,7 +38,7 @@ from transformer_stability.apjn.measure import (
 )
 from transformer_stability.apjn.models import SaturatingNorm, build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
-from transformer_stability.apjn.train import cifar100_dataset
+from transformer_stability.apjn.training import cifar100_dataset
 
 TINY = ViTSpec(width=16, heads=2, depth=3, img_size=8, patch_size=4, attn_mult=10, mlp_mult=8)
 

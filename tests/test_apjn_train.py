@@ -17,7 +17,7 @@ from transformer_stability.apjn.batched import (
 from transformer_stability.apjn.items import Schedule
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec
-from transformer_stability.apjn.train import (
+from transformer_stability.apjn.training import (
     GroupTraining,
     Instability,
     cifar100_dataset,

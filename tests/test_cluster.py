@@ -83,7 +83,7 @@ def test_requests_round_up_the_margined_estimate():
     assert RulePlan("r", 1, "i", at_granule).minutes == 10
     steps = Work(at_granule.flop, steps=1)
     assert RulePlan("r", 1, "i", steps).minutes == 20
-    # apjn_train's ViT-B run (issue 19): 6.7e16 FLOP is 112 min at 10 TFLOP/s
+    # apjn_train's ViT-B run: 6.7e16 FLOP is 112 min at 10 TFLOP/s
     run = Work(6.7e16)
     assert RulePlan("r", 1, "i", run).seconds == pytest.approx(start + 6700)
     assert RulePlan("r", 1, "i", run).minutes == 180

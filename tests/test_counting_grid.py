@@ -6,14 +6,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from transformer_stability.counting.model import ModelSpec
-from transformer_stability.counting.rates import (
+from transformer_stability.counting.derived_tables import (
     empirical_bmin,
     precision_table,
     rates_table,
     reference_slopes,
     success_table,
 )
+from transformer_stability.counting.model import ModelSpec
 from transformer_stability.counting.tables import (
     ConstructionPrecision,
     EmpiricalBmin,

@@ -10,20 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from transformer_stability.code_inputs import module_closure
 from transformer_stability.config import validate_config
+from transformer_stability.counting.derived_tables import (
+    exponent_table,
+    reference_slopes,
+)
 from transformer_stability.counting.items import (
     BoundGrid,
     geometry_item,
     theory_items,
     train_items,
 )
-from transformer_stability.counting.rates import (
-    exponent_table,
-    reference_slopes,
-)
 from transformer_stability.counting.tables import Rates
 from transformer_stability.counting.theory import prenorm_max_length, prenorm_wall
-from transformer_stability.sources import module_closure
 from transformer_stability.tables import columns_of
 
 

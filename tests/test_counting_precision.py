@@ -13,7 +13,7 @@ from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.items import ResidualItem
 from transformer_stability.counting.model import ModelSpec, grid_forward
 from transformer_stability.counting.precision import grid_margins, parameter_count
-from transformer_stability.counting.study import residual_table
+from transformer_stability.counting.theory_tables import residual_table
 
 
 def test_parameter_counts_follow_the_readout_and_the_learned_norm():

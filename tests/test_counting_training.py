@@ -84,8 +84,8 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
 
 def test_a_training_item_trains_every_ratio_with_every_seed_then_unconstrained(schema):
     from transformer_stability.config import validate_config
-    from transformer_stability.counting.experiment import training_table
     from transformer_stability.counting.items import train_items
+    from transformer_stability.counting.training_tables import training_table
 
     sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4], "ratios": [0.9, 1.3]}
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 2}}}, schema)

@@ -1,4 +1,4 @@
-"""Edge-case tables (issue 11, point 4): every registered figure and every aggregation function,
+"""Edge-case tables: every registered figure and every aggregation function,
 fed the real tables of the tiny run shrunk to one value of a swept column (one variant, one
 alpha, one sample, one L, one B, one d, one seed, one precision, one model, ...), either draws
 (a Figure that renders to PNG, a DataFrame) or refuses with a ValueError raised by this
@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 import transformer_stability
 from transformer_stability.apjn.agreement import agreement
-from transformer_stability.counting.rates import (
+from transformer_stability.counting.derived_tables import (
     empirical_bmin,
     exponent_table,
     rates_table,

@@ -10,6 +10,7 @@ from conftest import ROOT, deep_merge, load_yaml
 
 from transformer_stability.io import read_table
 from transformer_stability.numerics.checks import config_errors
+from transformer_stability.numerics.gpt2_tables import gpt2_model, group_tables, weights_rows
 from transformer_stability.numerics.items import (
     attention_items,
     group_items,
@@ -22,7 +23,6 @@ from transformer_stability.numerics.items import (
 from transformer_stability.numerics.pipeline import SWEEPS
 from transformer_stability.numerics.rounding import Precision
 from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR
-from transformer_stability.numerics.study import gpt2_model, group_tables, weights_rows
 from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion
 from transformer_stability.sweeps import chunk_items, gather_items, run_chunk
 

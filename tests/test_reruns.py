@@ -83,9 +83,9 @@ def test_editing_a_figure_module_redraws_that_figure_alone(workdir, study):
 
 @pytest.mark.slow
 def test_editing_the_apjn_theory_fits_reruns_no_measurement_and_no_training(workdir):
-    """The fits of the mean-field tables (apjn/study.py) feed the theory tables, their figures
-    and the claims; no measurement or training job imports them."""
-    with edited("apjn/study.py"):
+    """The fits of the mean-field tables (apjn/theory_tables.py) feed the theory tables, their
+    figures and the claims; no measurement or training job imports them."""
+    with edited("apjn/theory_tables.py"):
         jobs = planned(workdir)
     assert _rules(jobs) == {"apjn_theory_curves", "apjn_theory_depth", "figure", "claims"}
     assert not _rules(jobs) & set(SWEEPS)

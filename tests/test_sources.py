@@ -1,14 +1,14 @@
-"""Rules list the package modules their scripts import (transformer_stability.sources), so reruns
-follow code edits: these closures decide which jobs an edit reruns."""
+"""Rules list the package modules their scripts import (transformer_stability.code_inputs),
+so reruns follow code edits: these closures decide which jobs an edit reruns."""
 
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
+from transformer_stability.code_inputs import module_closure, script_sources
 from transformer_stability.plotting import figures_in
 from transformer_stability.registry import FIGURES
-from transformer_stability.sources import module_closure, script_sources
 
 SCRIPTS = sorted((ROOT / "workflow" / "scripts").glob("*.py"))
 
@@ -19,22 +19,22 @@ def _modules(paths: list[str]) -> set[str]:
 
 
 def test_closures_follow_imports_transitively():
-    # apjn/experiment.py imports apjn/measure.py, which imports nothing of the package itself
+    # apjn/measured_tables.py imports apjn/measure.py, which imports nothing of the package itself
     curves = _modules(script_sources(ROOT / "workflow/scripts/apjn_curves.py"))
-    assert {"apjn/experiment.py", "apjn/measure.py", "apjn/theory.py", "jobs.py"} <= curves
+    assert {"apjn/measured_tables.py", "apjn/measure.py", "apjn/theory.py", "jobs.py"} <= curves
     assert {"__init__.py", "apjn/__init__.py"} <= curves  # packages run before their modules
-    assert "apjn/train.py" not in curves
+    assert "apjn/training.py" not in curves
 
 
 @pytest.mark.parametrize(
     ("script", "not_imported"),
     [
-        ("apjn_train.py", {"apjn/experiment.py"}),  # measure.py: J^{L,0} at init of each run
+        ("apjn_train.py", {"apjn/measured_tables.py"}),  # measure.py: J^{L,0} at init of each run
         ("apjn_theory_curves.py", {"apjn/measure.py", "apjn/models.py"}),
         # the bound grid comes from the theory's lower bound, not from the constructions
         (
-            "counting_train.py",
-            {"counting/precision.py", "counting/study.py", "counting/constructions.py"},
+            "counting_training.py",
+            {"counting/precision.py", "counting/theory_tables.py", "counting/constructions.py"},
         ),
     ],
 )

@@ -78,7 +78,7 @@ def figures_in(package: str) -> tuple[FigureSpec, ...]:
     """The figures of a study's figures `package`: the `FIGURE` of each of its modules (one
     module per figure; modules named with a leading underscore hold shared helpers), in the
     natural order of their codes. The package's `__init__` imports none of them, so that a
-    figure's code input (`sources.module_closure`) is its own module and the helpers it uses:
+    figure's code input (`code_inputs.module_closure`) is its own module and the helpers it uses:
     editing one plot redraws one figure."""
     root = importlib.import_module(package)
     names = [m.name for m in pkgutil.iter_modules(root.__path__) if not m.name.startswith("_")]

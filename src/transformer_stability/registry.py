@@ -13,11 +13,11 @@ import pandas as pd
 
 from transformer_stability.apjn.pipeline import STUDY as _APJN
 from transformer_stability.claims import Claims, ClaimTerms, claims_tables, findings
+from transformer_stability.code_inputs import module_sources
 from transformer_stability.config import validate_config
 from transformer_stability.counting.pipeline import STUDY as _COUNTING
 from transformer_stability.numerics.pipeline import STUDY as _NUMERICS
 from transformer_stability.plotting import FigureSpec
-from transformer_stability.sources import module_sources
 from transformer_stability.study import Study
 from transformer_stability.sweeps import Sweep
 from transformer_stability.tables import Table, below_results, meta

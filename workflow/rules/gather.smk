@@ -7,7 +7,7 @@ rule gather:
         chunks=lambda wildcards: expand(
             GATHERED[wildcards.table][0], chunk=GATHERED[wildcards.table][2]
         ),
-        sources=code("gather_items.py"),
+        sources=code("gather.py"),
     output:
         "results/{table}.csv",
     log:
@@ -21,4 +21,4 @@ rule gather:
         order=lambda wildcards: GATHERED[wildcards.table][1],
         settings=table_settings("gather"),
     script:
-        "../scripts/gather_items.py"
+        "../scripts/gather.py"

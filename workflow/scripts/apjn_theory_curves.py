@@ -1,7 +1,7 @@
 """Rule apjn_theory_curves: mean-field backward/forward APJN curves -> tidy CSV."""
 
-from transformer_stability.apjn.study import ApjnStudy, theory_curves
 from transformer_stability.apjn.tables import TheoryCurves
+from transformer_stability.apjn.theory_tables import ApjnStudy, theory_curves
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance

@@ -2,7 +2,6 @@
 the fitted and closed-form law lines, and pre-LN's local exponent and crossovers per token
 count and closure -> tidy CSVs."""
 
-from transformer_stability.apjn.study import ApjnStudy, depth_scaling
 from transformer_stability.apjn.tables import (
     Asymptotics,
     DepthLaws,
@@ -10,6 +9,7 @@ from transformer_stability.apjn.tables import (
     PrelnTokens,
     TheoryDepth,
 )
+from transformer_stability.apjn.theory_tables import ApjnStudy, depth_scaling
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance

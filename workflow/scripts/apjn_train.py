@@ -3,7 +3,7 @@ previous segment's checkpoint where there is one) -> one chunk table, one row pe
 with its item. Rule apjn_train_segment: one earlier segment of them -> their checkpoint."""
 
 from transformer_stability.apjn.tables import Trainability
-from transformer_stability.apjn.train import train_segment, train_table
+from transformer_stability.apjn.training import train_segment, train_table
 from transformer_stability.jobs import chunk_job, load_checkpoint, segment_job
 from transformer_stability.registry import SWEEPS
 

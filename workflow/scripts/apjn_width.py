@@ -1,7 +1,7 @@
 """Rule apjn_width: one chunk of Study A's width scan (a variant's image curves at one width and
 initialization) -> its GMFE by depth region, one chunk table."""
 
-from transformer_stability.apjn.experiment import width_table
+from transformer_stability.apjn.measured_tables import width_table
 from transformer_stability.apjn.tables import WidthAgreement
 from transformer_stability.jobs import chunk_job
 

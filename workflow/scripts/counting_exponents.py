@@ -1,7 +1,7 @@
 """Rule counting_exponents: C5's table, one row per (placement, read-out), exponents per source,
 and the bare pre-norm wall in place of a rate."""
 
-from transformer_stability.counting.rates import exponent_table
+from transformer_stability.counting.derived_tables import exponent_table
 from transformer_stability.counting.tables import Exponents, Rates, Walls
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging

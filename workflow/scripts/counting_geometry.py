@@ -1,8 +1,8 @@
 """Rule counting_geometry: C1's table, the constructions' outputs at Q on their best 2-plane."""
 
 from transformer_stability.counting.items import geometry_item
-from transformer_stability.counting.study import geometry_table
 from transformer_stability.counting.tables import Geometry
+from transformer_stability.counting.theory_tables import geometry_table
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance

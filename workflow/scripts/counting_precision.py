@@ -1,7 +1,7 @@
 """Rule counting_precision: the constructions' storage and precision (theory sweep) beside every
 trained classifier's, in one table for figure C6 and claim C.5."""
 
-from transformer_stability.counting.rates import precision_table
+from transformer_stability.counting.derived_tables import precision_table
 from transformer_stability.counting.tables import ConstructionPrecision, Precision, Training
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging

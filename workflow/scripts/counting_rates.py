@@ -2,7 +2,7 @@
 read from them, and fitted exponents of every B_min(L) curve (theory and training) and of the
 classification margins."""
 
-from transformer_stability.counting.rates import empirical_bmin, rates_table, success_table
+from transformer_stability.counting.derived_tables import empirical_bmin, rates_table, success_table
 from transformer_stability.counting.tables import (
     BminTheory,
     EmpiricalBmin,

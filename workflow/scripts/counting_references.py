@@ -1,7 +1,7 @@
 """Rule counting_references: the predicted power laws that C2 draws over the theory, anchored
 at the constructions."""
 
-from transformer_stability.counting.rates import reference_slopes
+from transformer_stability.counting.derived_tables import reference_slopes
 from transformer_stability.counting.tables import BminTheory, ReferenceSlopes
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging

@@ -1,8 +1,8 @@
 """Rule counting_residual: C7's table, the best attainable max |y - c| against B at one L."""
 
 from transformer_stability.counting.items import residual_item
-from transformer_stability.counting.study import residual_table
 from transformer_stability.counting.tables import Residual
+from transformer_stability.counting.theory_tables import residual_table
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance

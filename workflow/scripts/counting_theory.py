@@ -2,8 +2,8 @@
 constructions of B_min(L), and the bare pre-norm wall, at one d) -> two chunk tables, rows
 tagged with their item."""
 
-from transformer_stability.counting.study import theory_tables
 from transformer_stability.counting.tables import BminTheory, ConstructionPrecision, Walls
+from transformer_stability.counting.theory_tables import theory_tables
 from transformer_stability.jobs import chunk_job
 
 chunk_job(

@@ -2,7 +2,7 @@
 attention rows, rows tagged with their item."""
 
 from transformer_stability.jobs import chunk_job
-from transformer_stability.numerics.study import attention_rows
+from transformer_stability.numerics.gpt2_tables import attention_rows
 from transformer_stability.numerics.tables import AttentionSinks
 
 chunk_job(snakemake, attention_rows, AttentionSinks)

@@ -2,7 +2,7 @@
 storage group) -> the chunk's errors and recursion tables, rows tagged with their item."""
 
 from transformer_stability.jobs import chunk_job
-from transformer_stability.numerics.study import group_tables
+from transformer_stability.numerics.gpt2_tables import group_tables
 from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion
 
 chunk_job(snakemake, group_tables, {"errors": Gpt2Errors, "recursion": Gpt2Recursion})

@@ -2,7 +2,7 @@
 (N8), rows tagged with their item."""
 
 from transformer_stability.jobs import chunk_job
-from transformer_stability.numerics.study import sources_rows
+from transformer_stability.numerics.gpt2_tables import sources_rows
 from transformer_stability.numerics.tables import RecursionSources
 
 chunk_job(snakemake, sources_rows, RecursionSources)

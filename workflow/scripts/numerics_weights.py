@@ -2,7 +2,7 @@
 rows tagged with their item."""
 
 from transformer_stability.jobs import chunk_job
-from transformer_stability.numerics.study import weights_rows
+from transformer_stability.numerics.gpt2_tables import weights_rows
 from transformer_stability.numerics.tables import Gpt2Weights
 
 chunk_job(snakemake, weights_rows, Gpt2Weights)

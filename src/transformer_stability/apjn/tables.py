@@ -284,7 +284,7 @@ class SensitivityRatios(Ids, SweepName):
 
 class FiniteN(Table):
     """J^{b,0} of deep pre-LN models at few tokens, per initialization (mean over probes), for
-    identical tokens and the generic input (apjn/experiment.py, finite_n_table)."""
+    identical tokens and the generic input (apjn/measured_tables.py, finite_n_table)."""
 
     width: Series[int] = pa.Field(ge=1, description="the model width")
     depth: Series[int] = pa.Field(ge=1, description="the number of blocks L")

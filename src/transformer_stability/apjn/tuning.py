@@ -1,4 +1,4 @@
-"""Tuning windows (issue 20): what the trainability grid says about "needs careful tuning".
+"""Tuning windows: what the trainability grid says about "needs careful tuning".
 
 Per trained configuration (norm, α₀, init multiplier, depth) the best outcome over the peak
 rates, the window of rates whose outcome is within TOLERANCE of it, and its instability events;

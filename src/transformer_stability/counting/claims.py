@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.claims import ClaimSpec, Finding, Tables
-from transformer_stability.counting.names import PLACEMENTS, READOUTS
-from transformer_stability.counting.rates import (
+from transformer_stability.counting.derived_tables import (
     REGRESSION_RATE_PLACEMENTS,
     empirical_bmin,
     success_table,
 )
+from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.counting.tables import (
     QUORUM,
     BminTheory,
@@ -54,7 +54,7 @@ ROUNDING = 1e-9  # a grid error below this is 0 up to float64 rounding
 SAME = 1e-6  # a relative spread below this: the same norm at every length, up to rounding
 SOURCES = ("lower_bound", "construction")  # the theory's two curves of B_min(L)
 LAW_SETTINGS = ("none", "post_bare", "post_learned")  # the abstract's three laws
-TRAINED = "post_learned"  # counting/experiment.py: the one placement trained
+TRAINED = "post_learned"  # counting/training_tables.py: the one placement trained
 LAWS = tuple(
     sorted(
         {e for p in PLACEMENTS for r in READOUTS if math.isfinite(e := predicted_exponent(p, r))}

@@ -49,7 +49,7 @@ SWEEPS = (
     ),
     Sweep(
         "counting_training",
-        "counting_train.py",
+        "counting_training.py",
         train_items,
         {"table": Training},
         work=train_work,

@@ -13,8 +13,8 @@ from pandera.typing import Series
 from transformer_stability.counting.names import PLACEMENTS, READOUTS
 from transformer_stability.tables import INF, Table
 
-REGRESSION_RATE_PLACEMENTS = 4  # counting/rates.py: every placement but bare pre-norm
-REFERENCE_PLACEMENTS = 3  # counting/rates.py: none, post_bare, post_learned
+REGRESSION_RATE_PLACEMENTS = 4  # counting/derived_tables.py: every placement but bare pre-norm
+REFERENCE_PLACEMENTS = 3  # counting/derived_tables.py: none, post_bare, post_learned
 QUORUM = 0.5  # trained B_min: the smallest grid bound with at least this fraction of seeds exact
 SOURCES = ("lower_bound", "construction", "training", "training_bound")
 

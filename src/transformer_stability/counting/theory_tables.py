@@ -1,6 +1,6 @@
 """Study C theory tables: lower bounds and verified constructions of B_min(L) and the bare
 pre-norm wall per width (one theory item), and the C1 geometry of the constructions. Nothing
-here trains: the training items live in counting/experiment.py, so editing the theory never
+here trains: the training items live in counting/training_tables.py, so editing the theory never
 reruns them."""
 
 from __future__ import annotations
