@@ -24,7 +24,7 @@ from transformer_stability.apjn.training import (
     texture_dataset,
     train_group,
 )
-from transformer_stability.jobs import load_checkpoint, save_checkpoint
+from transformer_stability.sweep_jobs import load_checkpoint, save_checkpoint
 
 CPU = torch.device("cpu")
 CFG = Schedule(steps=60, batch_size=32, weight_decay=0.05, warmup_fraction=0.1)

@@ -3,14 +3,15 @@ means with bootstrap intervals."""
 
 from transformer_stability.apjn.agreement import agreement, agreement_means
 from transformer_stability.apjn.tables import Agreement, AgreementMeans, MeasuredCurves
-from transformer_stability.derived import derived_job
+from transformer_stability.table_jobs import table_job
 
 
-def derive(curves, settings):
+def compute(tables, settings):
     compare_from = settings["apjn"]["images"]["compare_from_block"]
-    table = agreement(curves, compare_from)
-    means = agreement_means(table, curves, compare_from, settings["seed"])
+    table = agreement(tables["table"], compare_from)
+    means = agreement_means(table, tables["table"], compare_from, settings["seed"])
     return {"table": table, "means": means}
 
 
-derived_job(snakemake, MeasuredCurves, derive, {"table": Agreement, "means": AgreementMeans})
+OUTPUTS = {"table": Agreement, "means": AgreementMeans}
+table_job(snakemake, compute, OUTPUTS, {"table": MeasuredCurves}, carry="table")

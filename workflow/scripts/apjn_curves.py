@@ -3,6 +3,6 @@
 
 from transformer_stability.apjn.measured_tables import curve_table
 from transformer_stability.apjn.tables import MeasuredCurves
-from transformer_stability.jobs import chunk_job
+from transformer_stability.sweep_jobs import chunk_job
 
 chunk_job(snakemake, curve_table, MeasuredCurves)

@@ -3,6 +3,6 @@
 
 from transformer_stability.apjn.measured_tables import end_to_end_table
 from transformer_stability.apjn.tables import EndToEnd
-from transformer_stability.jobs import chunk_job
+from transformer_stability.sweep_jobs import chunk_job
 
 chunk_job(snakemake, end_to_end_table, EndToEnd)

@@ -2,11 +2,11 @@
 
 from transformer_stability.apjn.closures import finite_n_comparison
 from transformer_stability.apjn.tables import FiniteN, FiniteNCompare
-from transformer_stability.derived import derived_job
+from transformer_stability.table_jobs import table_job
 
 
-def derive(measured, settings):
-    return {"table": finite_n_comparison(measured, seed=settings["seed"])}
+def compute(tables, settings):
+    return {"table": finite_n_comparison(tables["table"], seed=settings["seed"])}
 
 
-derived_job(snakemake, FiniteN, derive, {"table": FiniteNCompare})
+table_job(snakemake, compute, {"table": FiniteNCompare}, {"table": FiniteN}, carry="table")

@@ -3,11 +3,11 @@ sweeps, with a bootstrap interval over initializations and samples."""
 
 from transformer_stability.apjn.agreement import sensitivity_ratios
 from transformer_stability.apjn.tables import EndToEnd, SensitivityRatios
-from transformer_stability.derived import derived_job
+from transformer_stability.table_jobs import table_job
 
 
-def derive(measured, settings):
-    return {"table": sensitivity_ratios(measured, seed=settings["seed"])}
+def compute(tables, settings):
+    return {"table": sensitivity_ratios(tables["table"], seed=settings["seed"])}
 
 
-derived_job(snakemake, EndToEnd, derive, {"table": SensitivityRatios})
+table_job(snakemake, compute, {"table": SensitivityRatios}, {"table": EndToEnd}, carry="table")

@@ -2,16 +2,11 @@
 
 from transformer_stability.apjn.tables import TheoryCurves
 from transformer_stability.apjn.theory_tables import ApjnStudy, theory_curves
-from transformer_stability.io import write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import with_provenance
+from transformer_stability.table_jobs import table_job
 
-setup_logging(snakemake.log[0])
-settings = snakemake.params.settings
-table = theory_curves(ApjnStudy.from_config(settings["apjn"]))
-write_table(
-    with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
-    snakemake.output[0],
-    TheoryCurves,
-    settings,
-)
+
+def compute(tables, settings):
+    return theory_curves(ApjnStudy.from_config(settings["apjn"]))
+
+
+table_job(snakemake, compute, TheoryCurves)

@@ -10,25 +10,20 @@ from transformer_stability.apjn.tables import (
     TheoryDepth,
 )
 from transformer_stability.apjn.theory_tables import ApjnStudy, depth_scaling
-from transformer_stability.io import write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import with_provenance
+from transformer_stability.table_jobs import table_job
 
-setup_logging(snakemake.log[0])
-settings = snakemake.params.settings
-models = {
+OUTPUTS = {
     "depth": TheoryDepth,
     "asymptotics": Asymptotics,
     "laws": DepthLaws,
     "tokens": PrelnTokens,
     "crossovers": PrelnCrossovers,
 }
-study = ApjnStudy.from_config(settings["apjn"])
-tables = dict(zip(models, depth_scaling(study), strict=True))
-for name, table in tables.items():
-    write_table(
-        with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
-        snakemake.output[name],
-        models[name],
-        settings,
-    )
+
+
+def compute(tables, settings):
+    study = ApjnStudy.from_config(settings["apjn"])
+    return dict(zip(OUTPUTS, depth_scaling(study), strict=True))
+
+
+table_job(snakemake, compute, OUTPUTS)

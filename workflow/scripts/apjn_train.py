@@ -4,8 +4,8 @@ with its item. Rule apjn_train_segment: one earlier segment of them -> their che
 
 from transformer_stability.apjn.tables import Trainability
 from transformer_stability.apjn.training import train_segment, train_table
-from transformer_stability.jobs import chunk_job, load_checkpoint, segment_job
 from transformer_stability.registry import SWEEPS
+from transformer_stability.sweep_jobs import chunk_job, load_checkpoint, segment_job
 
 if snakemake.rule == SWEEPS["apjn_train"].segment_rule:
     segment_job(snakemake, train_segment)

@@ -3,11 +3,13 @@ a bootstrap interval."""
 
 from transformer_stability.apjn.tables import WidthAgreement, WidthExcess, WidthSlopes
 from transformer_stability.apjn.width_fit import width_excess, width_slopes
-from transformer_stability.derived import derived_job
+from transformer_stability.table_jobs import table_job
 
 
-def derive(table, settings):
+def compute(tables, settings):
+    table = tables["table"]
     return {"excess": width_excess(table), "slopes": width_slopes(table, settings["seed"])}
 
 
-derived_job(snakemake, WidthAgreement, derive, {"excess": WidthExcess, "slopes": WidthSlopes})
+OUTPUTS = {"excess": WidthExcess, "slopes": WidthSlopes}
+table_job(snakemake, compute, OUTPUTS, {"table": WidthAgreement}, carry="table")

@@ -11,32 +11,20 @@ from transformer_stability.counting.tables import (
     Success,
     Training,
 )
-from transformer_stability.io import read_table, write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import with_provenance
-from transformer_stability.settings import derived_settings
+from transformer_stability.table_jobs import table_job
 
-setup_logging(snakemake.log[0])
-inputs = snakemake.input
-settings = derived_settings(
-    snakemake.params.settings, [inputs.theory, inputs.training, inputs.precision]
+
+def compute(tables, settings):
+    success = success_table(tables["training"])
+    empirical = empirical_bmin(tables["training"], success)
+    fit_points = settings["counting"]["theory"]["fit_points"]
+    rates = rates_table(tables["theory"], empirical, tables["precision"], fit_points)
+    return {"success": success, "empirical": empirical, "rates": rates}
+
+
+table_job(
+    snakemake,
+    compute,
+    {"success": Success, "empirical": EmpiricalBmin, "rates": Rates},
+    {"theory": BminTheory, "training": Training, "precision": Precision},
 )
-training = read_table(inputs.training, Training)
-success = success_table(training)
-empirical = empirical_bmin(training, success)
-theory = read_table(inputs.theory, BminTheory)
-precision = read_table(inputs.precision, Precision)
-fit_points = settings["counting"]["theory"]["fit_points"]
-rates = rates_table(theory, empirical, precision, fit_points)
-outputs = (
-    (success, snakemake.output.success, Success),
-    (empirical, snakemake.output.empirical, EmpiricalBmin),
-    (rates, snakemake.output.rates, Rates),
-)
-for table, path, model in outputs:
-    write_table(
-        with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
-        path,
-        model,
-        settings,
-    )

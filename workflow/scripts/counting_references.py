@@ -3,17 +3,11 @@ at the constructions."""
 
 from transformer_stability.counting.derived_tables import reference_slopes
 from transformer_stability.counting.tables import BminTheory, ReferenceSlopes
-from transformer_stability.io import read_table, write_table
-from transformer_stability.logs import setup_logging
-from transformer_stability.provenance import with_provenance
-from transformer_stability.settings import derived_settings
+from transformer_stability.table_jobs import table_job
 
-setup_logging(snakemake.log[0])
-settings = derived_settings(snakemake.params.settings, [snakemake.input.theory])
-table = reference_slopes(read_table(snakemake.input.theory, BminTheory))
-write_table(
-    with_provenance(table, seed=settings["seed"], device="cpu", dtype="float64"),
-    snakemake.output[0],
-    ReferenceSlopes,
-    settings,
-)
+
+def compute(tables, settings):
+    return reference_slopes(tables["theory"])
+
+
+table_job(snakemake, compute, ReferenceSlopes, {"theory": BminTheory})

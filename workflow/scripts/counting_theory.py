@@ -4,7 +4,7 @@ tagged with their item."""
 
 from transformer_stability.counting.tables import BminTheory, ConstructionPrecision, Walls
 from transformer_stability.counting.theory_tables import theory_tables
-from transformer_stability.jobs import chunk_job
+from transformer_stability.sweep_jobs import chunk_job
 
 chunk_job(
     snakemake,

@@ -3,6 +3,6 @@ its (B, seed) runs in one batched training) -> one chunk table, rows tagged with
 
 from transformer_stability.counting.tables import Training
 from transformer_stability.counting.training_tables import training_table
-from transformer_stability.jobs import chunk_job
+from transformer_stability.sweep_jobs import chunk_job
 
 chunk_job(snakemake, training_table, Training)
