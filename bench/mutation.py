@@ -8,6 +8,7 @@ temporary folder first: the checkout and its editable install stay untouched whi
     make mutation STUDY=counting MODULES="theory rates"
     make mutation STUDY=shared MODULES="verdicts resampling" TESTS="verdicts report"
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
+    python bench/mutation.py --study counting claims  # a subpackage: every module in it
 
 Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow, or those matching
 `--tests`, e.g. `--tests theory kernels` for two files); mutmut runs, for
@@ -82,8 +83,16 @@ SHARED = "shared"  # --study shared: modules of the shared layer (the package's 
 
 
 def module_paths(study: str, names: list[str]) -> list[str]:
+    """The files to mutate: `<name>.py` of the study's package, or every module of a
+    subpackage `<name>/` (a claims package split into one module per claim)."""
     folder = PACKAGE if study == SHARED else f"{PACKAGE}/{study}"
-    paths = [f"{folder}/{name.removesuffix('.py')}.py" for name in names]
+    paths = []
+    for name in (name.removesuffix(".py") for name in names):
+        package = ROOT / folder / name
+        if package.is_dir():
+            paths += sorted(str(path.relative_to(ROOT)) for path in package.glob("*.py"))
+        else:
+            paths.append(f"{folder}/{name}.py")
     missing = [path for path in paths if not (ROOT / path).is_file()]
     if missing:
         sys.exit(f"no such module: {', '.join(missing)}")
@@ -158,7 +167,9 @@ def main() -> None:
     parser.add_argument(
         "--study", required=True, help=f"apjn, numerics, counting or {SHARED} (the shared layer)"
     )
-    parser.add_argument("modules", nargs="+", help="module names in the study's package")
+    parser.add_argument(
+        "modules", nargs="+", help="module names in the study's package (a subpackage: all of it)"
+    )
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
     parser.add_argument("--max-children", type=int, default=2)

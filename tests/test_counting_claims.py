@@ -1,4 +1,4 @@
-"""Study C's claims (counting/claims.py) on hand-made tables that satisfy each claim, that
+"""Study C's claims (counting/claims/) on hand-made tables that satisfy each claim, that
 contradict it, and that lack what it needs; and on the tiny run's tables."""
 
 import functools
@@ -15,7 +15,30 @@ from conftest import ROOT
 
 from transformer_stability import verdicts
 from transformer_stability.claims import NOT_RUN, VERDICTS, claims_tables, findings
-from transformer_stability.counting import claims as C
+from transformer_stability.counting.claims import CLAIMS
+from transformer_stability.counting.claims._common import (
+    LAWS,
+    MIN_FIT_POINTS,
+    PRECISION,
+    RATES,
+    RESIDUAL,
+    THEORY,
+    TRAINING,
+    WALLS,
+)
+from transformer_stability.counting.claims.growth_laws import LAW_SETTINGS, SOURCES
+from transformer_stability.counting.claims.trained_split import (
+    TRAINED,
+    Bracket,
+    _bracket,
+    _fit,
+    _floored,
+    _quorum_terms,
+    _slope_range,
+    _step_need,
+    _weights,
+)
+from transformer_stability.counting.derived_tables import REGRESSION_RATE_PLACEMENTS
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.tables import (
     QUORUM,
@@ -122,7 +145,7 @@ def _precision(
     trained = [
         row | {"source": "training", "B": 0.5, "seed": 0.0, "relative_margin": 1e-3}
         for row in rows
-        if row["placement"] == C.TRAINED and row["readout"] == "classification"
+        if row["placement"] == TRAINED and row["readout"] == "classification"
     ]
     return _table(rows + trained, Precision)
 
@@ -133,21 +156,21 @@ def _rates(fitted=None, points=3, trained=None, bound=0.74):
     its law) beside the lower bound's `bound` on the same window."""
     fitted = fitted or {}
     rows = []
-    for p in C.LAW_SETTINGS:
+    for p in LAW_SETTINGS:
         law = predicted_exponent(p, "regression")
-        for source in C.SOURCES:
+        for source in SOURCES:
             exponent = fitted.get((p, source), law)
             rows.append(
                 {"placement": p, "readout": "regression", "source": source}
                 | {"fitted_exponent": exponent, "predicted_exponent": law}
             )
-    law = predicted_exponent(C.TRAINED, "regression")
+    law = predicted_exponent(TRAINED, "regression")
     for source, exponent in (
         ("training", law if trained is None else trained),
         ("training_bound", bound),
     ):
         rows.append(
-            {"placement": C.TRAINED, "readout": "regression", "source": source}
+            {"placement": TRAINED, "readout": "regression", "source": source}
             | {"fitted_exponent": exponent, "predicted_exponent": law}
         )
     window = {"fit_from": 32, "fit_to": 128, "fit_points": points}
@@ -168,14 +191,14 @@ def _settled(length: int, ratio: float, seed: int) -> bool:
 def _training(
     exact=_settled,
     lengths=TRAINED_LENGTHS,
-    law=lambda length: _law(C.TRAINED, length),
+    law=lambda length: _law(TRAINED, length),
     classified=lambda length, seed: True,
     bound=0.5,
 ):
     """training.csv: the regression grid (B = ratio x `law`) x SEEDS seeds, exact where
     `exact(L, ratio, seed)`; classification at one `bound`, exact where `classified(L, seed)`;
     and an unconstrained run per length (left out of the grids)."""
-    base = {"placement": C.TRAINED, "d": D, "steps": 10, "balanced_accuracy": 1.0}
+    base = {"placement": TRAINED, "d": D, "steps": 10, "balanced_accuracy": 1.0}
     rows = []
     for length in lengths:
         for ratio in RATIOS:
@@ -214,7 +237,7 @@ def _training(
 
 def _trained(**kwargs) -> dict[str, pd.DataFrame]:
     """training.csv, from which C.6 rebuilds the grid's tables as the pipeline does."""
-    return {C.TRAINING: _training(**kwargs)}
+    return {TRAINING: _training(**kwargs)}
 
 
 def _walls(wall=WALL):
@@ -227,11 +250,11 @@ def _walls(wall=WALL):
 def _satisfying() -> dict[str, pd.DataFrame]:
     """Tables on which every claim holds (built once: tests only read them)."""
     return {
-        C.THEORY: _theory(),
-        C.WALLS: _walls(),
-        C.RESIDUAL: _residual(),
-        C.PRECISION: _precision(),
-        C.RATES: _rates(),
+        THEORY: _theory(),
+        WALLS: _walls(),
+        RESIDUAL: _residual(),
+        PRECISION: _precision(),
+        RATES: _rates(),
         **_trained(),
     }
 
@@ -241,7 +264,7 @@ def _tables(**overrides) -> dict[str, pd.DataFrame]:
 
 
 def _finding(claim_id: str, section=SECTION, **overrides):
-    spec = next(spec for spec in C.CLAIMS if spec.id == claim_id)
+    spec = next(spec for spec in CLAIMS if spec.id == claim_id)
     tables = _tables(**overrides)
     return spec.test({path: tables[path] for path in spec.tables}, section)
 
@@ -265,7 +288,7 @@ HOLDS, FAILS, UNDECIDED = verdicts.HOLDS, verdicts.FAILS, verdicts.UNDECIDED
 
 
 def test_the_laws_of_the_study():
-    assert C.LAWS == (0.0, 0.75, 1.0, 1.5)
+    assert LAWS == (0.0, 0.75, 1.0, 1.5)
 
 
 def _expected_terms() -> dict[str, list[str]]:
@@ -279,13 +302,10 @@ def _expected_terms() -> dict[str, list[str]]:
         ],
         "C.2": [
             *(f"k, {p}" for p in ("none", "post_bare", "post_learned")),
-            *(f"slope over L, {p}" for p in C.REGRESSION_RATE_PLACEMENTS),
-            *(
-                f"steps in L where the bound does not rise, {p}"
-                for p in C.REGRESSION_RATE_PLACEMENTS
-            ),
+            *(f"slope over L, {p}" for p in REGRESSION_RATE_PLACEMENTS),
+            *(f"steps in L where the bound does not rise, {p}" for p in REGRESSION_RATE_PLACEMENTS),
         ],
-        "C.3": [f"slope, {p} {s}" for p in C.LAW_SETTINGS for s in C.SOURCES],
+        "C.3": [f"slope, {p} {s}" for p in LAW_SETTINGS for s in SOURCES],
         "C.4": [
             "d = 8: lengths up to the wall where bare pre-norm fails",
             "d = 8: lengths past the wall where bare pre-norm counts",
@@ -326,7 +346,7 @@ STATISTICS = {
 }
 
 
-@pytest.mark.parametrize("claim_id", [spec.id for spec in C.CLAIMS])
+@pytest.mark.parametrize("claim_id", [spec.id for spec in CLAIMS])
 def test_every_claim_holds_on_tables_that_satisfy_it(claim_id):
     """Every term holds; C.1-C.5's terms are exact (theory, LP bounds, constructions,
     counts); C.6's carry a bootstrap over seeds (quorums), a grid's bracket (the slope), or
@@ -364,34 +384,32 @@ def test_c1_holds_on_a_constant_norm_and_a_zero_error():
 
 
 def test_c1_fails_when_the_linear_norm_grows_or_the_error_is_not_zero():
-    growing = _finding("C.1", **{C.THEORY: _theory(linear=lambda n: math.sqrt(2) * math.log(n))})
+    growing = _finding("C.1", **{THEORY: _theory(linear=lambda n: math.sqrt(2) * math.log(n))})
     assert growing.verdict == FAILS
     assert _terms(growing)["linear norm, relative spread over L"].verdict == FAILS
     slight = _theory(linear=lambda n: math.sqrt(2) * (1 + 2e-6 * (n == 128)))
-    assert _verdict("C.1", "linear norm, relative spread over L", **{C.THEORY: slight}) == FAILS
+    assert _verdict("C.1", "linear norm, relative spread over L", **{THEORY: slight}) == FAILS
     within = _theory(linear=lambda n: math.sqrt(2) * (1 + 5e-7 * (n == 128)))
-    assert _finding("C.1", **{C.THEORY: within}).verdict == HOLDS
+    assert _finding("C.1", **{THEORY: within}).verdict == HOLDS
     error = "linear construction, largest grid error"
-    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=1e-3)}) == FAILS
-    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=1.5e-9)}) == FAILS
-    assert _verdict("C.1", error, **{C.RESIDUAL: _residual(linear_error=0.9e-9)}) == HOLDS
+    assert _verdict("C.1", error, **{RESIDUAL: _residual(linear_error=1e-3)}) == FAILS
+    assert _verdict("C.1", error, **{RESIDUAL: _residual(linear_error=1.5e-9)}) == FAILS
+    assert _verdict("C.1", error, **{RESIDUAL: _residual(linear_error=0.9e-9)}) == HOLDS
 
 
 def test_c1_fails_where_a_length_has_no_linear_construction_and_needs_two_lengths():
     gone = _theory(linear=lambda n: math.inf if n == 32 else math.sqrt(2))
-    term = _terms(_finding("C.1", **{C.THEORY: gone}))[
-        "theory lengths without a linear construction"
-    ]
+    term = _terms(_finding("C.1", **{THEORY: gone}))["theory lengths without a linear construction"]
     assert (term.estimate.point, term.verdict) == (1.0, FAILS)
-    assert _finding("C.1", **{C.THEORY: _theory(lengths=(16,))}) is None
+    assert _finding("C.1", **{THEORY: _theory(lengths=(16,))}) is None
 
 
 def test_c1_runs_from_two_lengths_and_names_every_width():
-    assert _finding("C.1", **{C.THEORY: _theory(lengths=(8, 16))}).verdict == HOLDS
-    tiny = _finding("C.1", **{C.THEORY: _theory(linear=lambda n: 1e-5)})
+    assert _finding("C.1", **{THEORY: _theory(lengths=(8, 16))}).verdict == HOLDS
+    tiny = _finding("C.1", **{THEORY: _theory(linear=lambda n: 1e-5)})
     assert tiny.value.startswith("norm 1e-05 over d = 8,")
     two = pd.concat([_theory(), _theory().assign(d=16)], ignore_index=True)
-    assert "over d = 8, 16, spread" in _finding("C.1", **{C.THEORY: two}).value
+    assert "over d = 8, 16, spread" in _finding("C.1", **{THEORY: two}).value
 
 
 # --- C.2 ---------------------------------------------------------------------------------
@@ -402,26 +420,26 @@ def test_c2_fails_when_the_error_vanishes_at_finite_b():
         return _residual(rate=lambda p: k if p == "post_bare" else error_exponent(p))
 
     # post_bare's k = 1/2: nearer it than 0 above 1/4
-    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.05)}) == FAILS
-    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.24)}) == FAILS
-    assert _verdict("C.2", "k, post_bare", **{C.RESIDUAL: rate(0.26)}) == HOLDS
-    assert _finding("C.2", **{C.RESIDUAL: rate(0.05)}).verdict == FAILS
-    assert _finding("C.2", **{C.RESIDUAL: _residual(errors=(0.1,))}) is None
+    assert _verdict("C.2", "k, post_bare", **{RESIDUAL: rate(0.05)}) == FAILS
+    assert _verdict("C.2", "k, post_bare", **{RESIDUAL: rate(0.24)}) == FAILS
+    assert _verdict("C.2", "k, post_bare", **{RESIDUAL: rate(0.26)}) == HOLDS
+    assert _finding("C.2", **{RESIDUAL: rate(0.05)}).verdict == FAILS
+    assert _finding("C.2", **{RESIDUAL: _residual(errors=(0.1,))}) is None
 
 
 def test_c2_fails_when_a_bound_stops_growing():
     flat = _theory(law=lambda p, n: 3.0 if p == "post_learned" else _law(p, n))
-    finding = _finding("C.2", **{C.THEORY: flat})
+    finding = _finding("C.2", **{THEORY: flat})
     terms = _terms(finding)
     assert terms["slope over L, post_learned"].verdict == FAILS
     steps = terms["steps in L where the bound does not rise, post_learned"]
     assert (steps.estimate.point, steps.verdict) == (len(LENGTHS) - 1, FAILS)
     assert finding.value.endswith("rising at every L: no")
     dip = _theory(law=lambda p, n: 0.9 * _law(p, 16) if (p, n) == ("none", 32) else _law(p, n))
-    terms = _terms(_finding("C.2", **{C.THEORY: dip}))
+    terms = _terms(_finding("C.2", **{THEORY: dip}))
     assert terms["slope over L, none"].verdict == HOLDS
     assert terms["steps in L where the bound does not rise, none"].estimate.point == 1
-    assert _finding("C.2", **{C.THEORY: dip}).verdict == FAILS
+    assert _finding("C.2", **{THEORY: dip}).verdict == FAILS
     assert _finding("C.2").value == (
         "k at e = 0.05-0.1, L = 64: none 0.50 (0.5), post_bare 0.50 (0.5), post_learned 0.25 "
         "(0.25); slope over L = 8-128: none 1.00 (1), pre_learned 1.00 (1), post_bare 1.50 "
@@ -431,11 +449,11 @@ def test_c2_fails_when_a_bound_stops_growing():
 
 def test_c2_reads_the_lower_bounds_and_runs_from_two_errors_and_two_lengths():
     wild = _residual().assign(B=lambda f: f["B"].where(f["source"] == "lower_bound", 5.0))
-    assert _finding("C.2", **{C.RESIDUAL: wild}).verdict == HOLDS  # constructions not read
-    two = {C.RESIDUAL: _residual(errors=(0.1, 0.05)), C.THEORY: _theory(lengths=(8, 16))}
+    assert _finding("C.2", **{RESIDUAL: wild}).verdict == HOLDS  # constructions not read
+    two = {RESIDUAL: _residual(errors=(0.1, 0.05)), THEORY: _theory(lengths=(8, 16))}
     assert _finding("C.2", **two).verdict == HOLDS
     small = _theory(law=lambda p, n: 1e-3 * _law(p, n))  # rises by less than 1 at each step
-    assert _finding("C.2", **{C.THEORY: small}).verdict == HOLDS
+    assert _finding("C.2", **{THEORY: small}).verdict == HOLDS
 
 
 # --- C.3 ---------------------------------------------------------------------------------
@@ -443,7 +461,7 @@ def test_c2_reads_the_lower_bounds_and_runs_from_two_errors_and_two_lengths():
 
 def test_c3_decides_each_fit_by_the_law_it_is_nearest():
     def fit(exponent):
-        return {C.RATES: _rates(fitted={("post_learned", "construction"): exponent})}
+        return {RATES: _rates(fitted={("post_learned", "construction"): exponent})}
 
     term = "slope, post_learned construction"
     assert _verdict("C.3", term, **fit(0.95)) == FAILS
@@ -462,21 +480,21 @@ def test_c3_decides_each_fit_by_the_law_it_is_nearest():
 
 
 def test_c3_needs_three_fit_points():
-    assert _finding("C.3", **{C.RATES: _rates(points=2)}) is None
-    assert _finding("C.3", **{C.RATES: _rates(points=3)}) is not None
+    assert _finding("C.3", **{RATES: _rates(points=2)}) is None
+    assert _finding("C.3", **{RATES: _rates(points=3)}) is not None
 
 
 def test_c3_reads_the_gap_at_the_longest_length_and_needs_every_fit():
     def widening(p, n):
         return 1.0 + n / 100 if p == "none" else 1.3
 
-    finding = _finding("C.3", **{C.THEORY: _theory(gap=widening)})
+    finding = _finding("C.3", **{THEORY: _theory(gap=widening)})
     assert "none 1.00/1.00 (1), construction/bound 2.28 at L = 128" in finding.value
     missing = _rates()
     missing = missing[
         ~((missing["placement"] == "post_bare") & (missing["source"] == "construction"))
     ]
-    assert _finding("C.3", **{C.RATES: missing}) is None
+    assert _finding("C.3", **{RATES: missing}) is None
 
 
 # --- C.4 ---------------------------------------------------------------------------------
@@ -497,7 +515,7 @@ def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_no
         (stuck_learned, "d = 8: lengths past the wall where a learned gain fails", 2),
         (short_of_the_wall, "d = 8: lengths up to the wall where bare pre-norm fails", 1),
     ):
-        finding = _finding("C.4", **{C.THEORY: _theory(law=law)})
+        finding = _finding("C.4", **{THEORY: _theory(law=law)})
         assert finding.verdict == FAILS
         assert [(t.name, t.estimate.point) for t in finding.terms if t.verdict == FAILS] == [
             (term, count)
@@ -506,12 +524,12 @@ def test_c4_fails_past_the_wall_if_bare_prenorm_counts_or_a_learned_gain_does_no
         "d = 8: wall L = 34, bare pre-norm counts at 3/3 lengths up to it and 0/2 past it, "
         "learned gain at 2/2 past it"
     )
-    assert _finding("C.4", **{C.WALLS: _walls(wall=200)}) is None
-    assert _finding("C.4", **{C.WALLS: _walls(wall=127)}) is not None
+    assert _finding("C.4", **{WALLS: _walls(wall=200)}) is None
+    assert _finding("C.4", **{WALLS: _walls(wall=127)}) is not None
 
 
 def test_c4_counts_a_wall_at_a_theory_length_as_up_to_it():
-    at_32 = {C.THEORY: _theory(law=lambda p, n: _law(p, n, wall=32)), C.WALLS: _walls(wall=32)}
+    at_32 = {THEORY: _theory(law=lambda p, n: _law(p, n, wall=32)), WALLS: _walls(wall=32)}
     finding = _finding("C.4", **at_32)
     assert finding.verdict == HOLDS
     assert finding.value.startswith("d = 8: wall L = 32, bare pre-norm counts at 3/3 lengths")
@@ -521,10 +539,10 @@ def test_c4_reads_only_softmax_regression_and_every_width():
     def classified(p, n):
         return math.inf if p == "pre_learned" and n > WALL else 1.0
 
-    assert _finding("C.4", **{C.THEORY: _theory(classified=classified)}).verdict == HOLDS
+    assert _finding("C.4", **{THEORY: _theory(classified=classified)}).verdict == HOLDS
     two = pd.concat([_theory(), _theory().assign(d=16)], ignore_index=True)
     walls = pd.concat([_walls(), _walls().assign(d=16)], ignore_index=True)
-    finding = _finding("C.4", **{C.THEORY: two, C.WALLS: walls})
+    finding = _finding("C.4", **{THEORY: two, WALLS: walls})
     assert finding.value.count("; d = 16: wall L = 34, bare") == 1
     assert [t.name for t in finding.terms][3:] == [
         "d = 16: lengths up to the wall where bare pre-norm fails",
@@ -537,24 +555,24 @@ def test_c4_reads_only_softmax_regression_and_every_width():
 
 
 def test_c5_fails_on_growing_norms():
-    growing = _finding("C.5", **{C.THEORY: _theory(classified=lambda p, n: math.sqrt(n))})
+    growing = _finding("C.5", **{THEORY: _theory(classified=lambda p, n: math.sqrt(n))})
     assert growing.verdict == FAILS
     assert _terms(growing)["norm / norm at shortest L, none"].estimate.point == 4.0
 
     def slight(step):
-        return {C.THEORY: _theory(classified=lambda p, n: 1 + step * ((p, n) == ("none", 128)))}
+        return {THEORY: _theory(classified=lambda p, n: 1 + step * ((p, n) == ("none", 128)))}
 
     assert _verdict("C.5", "norm / norm at shortest L, none", **slight(2e-6)) == FAILS
     assert _verdict("C.5", "norm / norm at shortest L, none", **slight(5e-7)) == HOLDS
     gone = _theory(classified=lambda p, n: math.inf if (p, n) == ("pre_bare", 64) else 1.0)
-    term = _terms(_finding("C.5", **{C.THEORY: gone}))[
+    term = _terms(_finding("C.5", **{THEORY: gone}))[
         "placement-lengths without a classification construction"
     ]
     assert (term.estimate.point, term.verdict) == (1, FAILS)
 
 
 def test_c5_fails_on_flat_classification_or_varying_regression_storage():
-    flat = _finding("C.5", **{C.PRECISION: _precision(head=lambda n: 5)})
+    flat = _finding("C.5", **{PRECISION: _precision(head=lambda n: 5)})
     term = _terms(flat)["placements whose classification storage does not rise with L"]
     assert (term.estimate.point, term.verdict) == (len(PLACEMENTS), FAILS)
     varying = _precision().assign(
@@ -563,7 +581,7 @@ def test_c5_fails_on_flat_classification_or_varying_regression_storage():
             + ((f["readout"] == "regression") & (f["placement"] == "none") & (f["L"] == 64))
         )
     )
-    term = _terms(_finding("C.5", **{C.PRECISION: varying}))[
+    term = _terms(_finding("C.5", **{PRECISION: varying}))[
         "placements whose regression storage varies with L"
     ]
     assert (term.estimate.point, term.verdict) == (1, FAILS)
@@ -571,17 +589,17 @@ def test_c5_fails_on_flat_classification_or_varying_regression_storage():
 
 def test_c5_fails_on_rising_margins_and_is_undecided_without_any():
     rising = _precision(margin=lambda n: 1e-6 * n)
-    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: rising}) == FAILS
+    assert _verdict("C.5", "margin slope, none", **{PRECISION: rising}) == FAILS
     best = _precision(best=lambda n: 1e-6 * n)
-    assert _verdict("C.5", "best-head margin slope, post_bare", **{C.PRECISION: best}) == FAILS
+    assert _verdict("C.5", "best-head margin slope, post_bare", **{PRECISION: best}) == FAILS
     flat = _precision(margin=lambda n: 1e-3)
-    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: flat}) == FAILS
+    assert _verdict("C.5", "margin slope, none", **{PRECISION: flat}) == FAILS
     unmeasured = _precision(margin=lambda n: math.nan, best=lambda n: math.nan)
-    finding = _finding("C.5", **{C.PRECISION: unmeasured})
+    finding = _finding("C.5", **{PRECISION: unmeasured})
     assert finding.verdict == UNDECIDED
     assert [t.name for t in finding.terms if t.verdict != HOLDS] == ["margin slope, no placement"]
     assert "margin slope not run, best head not run" in finding.value
-    no_lp = _finding("C.5", **{C.PRECISION: _precision(best=lambda n: math.nan)})
+    no_lp = _finding("C.5", **{PRECISION: _precision(best=lambda n: math.nan)})
     assert no_lp.verdict == HOLDS and not any("best" in t.name for t in no_lp.terms)
 
 
@@ -592,7 +610,7 @@ def test_c5_value_and_its_minimum_of_two_lengths():
         "to -3.50, best head -3.00 to -3.00; trained exact classifiers at L = 128: 1, relative "
         "margin 0.001, 1 exact in float32"
     )
-    short = {C.THEORY: _theory(lengths=(8,)), C.PRECISION: _precision(lengths=(8,))}
+    short = {THEORY: _theory(lengths=(8,)), PRECISION: _precision(lengths=(8,))}
     assert _finding("C.5", **short) is None
 
 
@@ -603,28 +621,26 @@ def test_c5_storage_rising_by_one_number_rises():
             ~classification, 100 + f["L"].rank(method="dense")
         )
     )
-    assert _finding("C.5", **{C.PRECISION: by_one}).verdict == HOLDS
+    assert _finding("C.5", **{PRECISION: by_one}).verdict == HOLDS
 
 
 def test_c5_a_margin_slope_from_two_lengths_and_no_exact_trained_classifier():
     two = _precision(margin=lambda n: n**-3.5 if n in (8, 16) else math.nan)
-    assert _verdict("C.5", "margin slope, none", **{C.PRECISION: two}) == HOLDS
+    assert _verdict("C.5", "margin slope, none", **{PRECISION: two}) == HOLDS
     untrained = _precision().assign(
         accuracy=lambda f: f["accuracy"].where(f["source"] != "training", 0.5)
     )
-    assert _finding("C.5", **{C.PRECISION: untrained}).value.endswith(
-        "; no exact trained classifier"
-    )
+    assert _finding("C.5", **{PRECISION: untrained}).value.endswith("; no exact trained classifier")
 
 
 def test_c5_counts_classification_lengths_only():
     theory = _theory()
     one = theory[(theory["readout"] != "classification") | (theory["L"] == 8)]
-    assert _finding("C.5", **{C.THEORY: one}) is None
-    two = {C.THEORY: _theory(lengths=(8, 16)), C.PRECISION: _precision(lengths=(8, 16))}
+    assert _finding("C.5", **{THEORY: one}) is None
+    two = {THEORY: _theory(lengths=(8, 16)), PRECISION: _precision(lengths=(8, 16))}
     assert _finding("C.5", **two).verdict == HOLDS
     rising = _precision(best=lambda n: 1e-6 * n**0.5)  # slope 1/2: above 0
-    assert _verdict("C.5", "best-head margin slope, none", **{C.PRECISION: rising}) == FAILS
+    assert _verdict("C.5", "best-head margin slope, none", **{PRECISION: rising}) == FAILS
 
 
 def test_c5_trained_margins_to_two_digits():
@@ -632,7 +648,7 @@ def test_c5_trained_margins_to_two_digits():
         trained = _precision().assign(
             relative_margin=lambda f: f["relative_margin"].where(f["source"] != "training", value)
         )
-        return _finding("C.5", **{C.PRECISION: trained}).value
+        return _finding("C.5", **{PRECISION: trained}).value
 
     assert margin(0.0012345).endswith("relative margin 0.0012, 1 exact in float32")
     assert margin(1.2345e-5).endswith("relative margin 1.2e-05, 1 exact in float32")
@@ -662,9 +678,7 @@ def _exact_from(start: Mapping[int, float]):
 
 def test_c6_slope_range_is_every_corner_of_the_brackets():
     term = _terms(_finding("C.6"))["B_min slope over L = 16-64"]
-    slopes = _corner_slopes(
-        [_law(C.TRAINED, n) for n in FIT], [1.1 * _law(C.TRAINED, n) for n in FIT]
-    )
+    slopes = _corner_slopes([_law(TRAINED, n) for n in FIT], [1.1 * _law(TRAINED, n) for n in FIT])
     assert term.estimate.lo == pytest.approx(min(slopes), abs=1e-12)
     assert term.estimate.hi == pytest.approx(max(slopes), abs=1e-12)
     assert term.estimate.point == pytest.approx(0.75)
@@ -677,8 +691,8 @@ def test_c6_straddles_the_midpoint_and_says_what_grid_step_decides_it():
     brackets' centres give a range clear of 0.875."""
     finding = _c6(exact=_exact_from({64: 1.3}))
     term = _terms(finding)["B_min slope over L = 16-64"]
-    lows = [_law(C.TRAINED, n) * r for n, r in zip(FIT, (1.0, 1.0, 1.2), strict=True)]
-    highs = [_law(C.TRAINED, n) * r for n, r in zip(FIT, (1.1, 1.1, 1.3), strict=True)]
+    lows = [_law(TRAINED, n) * r for n, r in zip(FIT, (1.0, 1.0, 1.2), strict=True)]
+    highs = [_law(TRAINED, n) * r for n, r in zip(FIT, (1.1, 1.1, 1.3), strict=True)]
     slopes = _corner_slopes(lows, highs)
     assert (term.estimate.lo, term.estimate.hi) == pytest.approx((min(slopes), max(slopes)))
     assert term.estimate.lo < 0.875 < term.estimate.hi and term.verdict == UNDECIDED
@@ -778,14 +792,14 @@ def test_c6_classification_quorum_and_bound():
     assert quorum(none, 32).verdict == HOLDS
     above = _c6(bound=3.0)
     ratio = _terms(above)["largest classification B / smallest regression lower bound"]
-    assert ratio.estimate.point == pytest.approx(3.0 / _law(C.TRAINED, 8))
+    assert ratio.estimate.point == pytest.approx(3.0 / _law(TRAINED, 8))
     assert ratio.verdict == FAILS and above.verdict == FAILS
 
 
 def test_c6_brackets_of_monotone_and_non_monotone_grids():
     def bracket(fractions, bound=1.0):
         part = pd.DataFrame({"B": RATIOS, "fraction": fractions, "lower_bound": bound, "L": 16})
-        b = C._bracket(part)
+        b = _bracket(part)
         return (b.lo, b.bmin, b.hi, b.under, b.length, b.bound)
 
     assert bracket([0, 1, 1, 1]) == (1.0, 1.1, 1.1, None, 16, 1.0)
@@ -801,60 +815,60 @@ def test_c6_brackets_of_monotone_and_non_monotone_grids():
 
 def _brackets(lows, highs, lengths=FIT):
     return [
-        C.Bracket(n, lo, hi, hi, None, 1.0) for n, lo, hi in zip(lengths, lows, highs, strict=True)
+        Bracket(n, lo, hi, hi, None, 1.0) for n, lo, hi in zip(lengths, lows, highs, strict=True)
     ]
 
 
 def test_c6_slope_range_and_need_of_given_brackets():
     lengths = (8, 16, 32, 64)
     lows, highs = [1.0, 2.0, 2.5, 5.0], [1.5, 2.2, 3.5, 5.5]
-    w = C._weights(np.array(lengths))
+    w = _weights(np.array(lengths))
     slopes = _corner_slopes(lows, highs, lengths)
-    assert C._slope_range(_brackets(lows, highs, lengths), w) == pytest.approx(
+    assert _slope_range(_brackets(lows, highs, lengths), w) == pytest.approx(
         (min(slopes), max(slopes))
     )
-    law = C.nearer(0.75, C.LAWS)
+    law = verdicts.nearer(0.75, LAWS)
     open_top = _brackets([1.0, 1.0, 1.0], [1.1, 1.1, math.inf])
-    assert C._step_need(open_top, C._weights(np.array(FIT)), law) == (
+    assert _step_need(open_top, _weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 64"
     )
     both_open = _brackets([1.0, 1.0, 1.0], [math.inf, 1.1, math.inf])
-    assert C._step_need(both_open, C._weights(np.array(FIT)), law) == (
+    assert _step_need(both_open, _weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 16, 64"
     )
     middle_open = _brackets([1.0, 1.0, 1.0], [1.1, math.inf, 1.1])  # no weight: moves nothing
-    lo, hi = C._slope_range(middle_open, C._weights(np.array(FIT)))
+    lo, hi = _slope_range(middle_open, _weights(np.array(FIT)))
     assert (lo, hi) == pytest.approx((-math.log(1.1) / math.log(4), math.log(1.1) / math.log(4)))
-    assert C._step_need(middle_open, C._weights(np.array(FIT)), law).startswith("B steps <= ")
+    assert _step_need(middle_open, _weights(np.array(FIT)), law).startswith("B steps <= ")
     edge = _brackets([1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
-    w = C._weights(np.array(FIT))
-    on_end = verdicts.Criterion(C._fit(w, np.array([1.0, 1.0, 3.0])), math.inf, False, "> it")
-    assert C._step_need(edge, w, on_end) == (
+    w = _weights(np.array(FIT))
+    on_end = verdicts.Criterion(_fit(w, np.array([1.0, 1.0, 3.0])), math.inf, False, "> it")
+    assert _step_need(edge, w, on_end) == (
         "the slope through the brackets' centres sits on the criterion's end"
     )
     near = _brackets([1.0, 1.0, 4**0.84692], [1.0, 1.0, 4**0.84692])  # step 3.97 %
-    assert C._step_need(near, C._weights(np.array(FIT)), law).startswith("B steps <= 3.9 % near")
+    assert _step_need(near, _weights(np.array(FIT)), law).startswith("B steps <= 3.9 % near")
     centred = _brackets([1.0, 1.0, 4**0.85], [1.0, 1.0, 4**0.85])  # slope 0.85: gap 0.025
     step = math.exp(2 * 0.025 * math.log(4) / 2) - 1  # sum|w| = 2 / log 4
-    assert C._step_need(centred, C._weights(np.array(FIT)), law) == (
-        f"B steps <= {C._floored(100 * step)} near B_min at L = 16, 64 (B_min at its "
+    assert _step_need(centred, _weights(np.array(FIT)), law) == (
+        f"B steps <= {_floored(100 * step)} near B_min at L = 16, 64 (B_min at its "
         "bracket's centre)"
     )
 
 
 def test_c6_quorum_terms_name_the_cells_of_each_bracket():
     brackets = [
-        C.Bracket(8, 1.0, 1.1, 1.1, None, 1.0),
-        C.Bracket(16, 2.2, 2.4, 2.6, 2.2, 2.0),
-        C.Bracket(32, 3.9, math.inf, math.inf, None, 3.0),
-        C.Bracket(64, 4.4, 4.8, 4.8, 4.4, 4.0),
+        Bracket(8, 1.0, 1.1, 1.1, None, 1.0),
+        Bracket(16, 2.2, 2.4, 2.6, 2.2, 2.0),
+        Bracket(32, 3.9, math.inf, math.inf, None, 3.0),
+        Bracket(64, 4.4, 4.8, 4.8, 4.4, 4.0),
     ]
     seeds = {
         ("regression", n, b): verdicts.Estimate(f, f, f, "bootstrap over seeds", 4, "seeds")
         for n, b, f in ((8, 1.1, 1.0), (16, 2.4, 0.5), (16, 2.2, 0.0), (32, 3.9, 0.25))
         + ((64, 4.8, 1.0), (64, 4.4, 0.75))
     }
-    terms = C._quorum_terms(brackets, {16, 32, 64}, seeds)
+    terms = _quorum_terms(brackets, {16, 32, 64}, seeds)
     assert [(t.name, t.estimate.point, t.criterion.text) for t in terms] == [
         ("seeds exact at B_min, L = 8 (B = 1.1 x bound)", 1.0, ">= 0.5"),
         ("seeds exact at B_min, L = 16 (B = 1.2 x bound)", 0.5, ">= 0.5"),
@@ -863,19 +877,19 @@ def test_c6_quorum_terms_name_the_cells_of_each_bracket():
         ("seeds exact at B_min, L = 64 (B = 1.2 x bound)", 1.0, ">= 0.5"),
         ("seeds exact below B_min, L = 64 (B = 1.1 x bound)", 0.75, "< 0.5"),
     ]
-    assert len(C._quorum_terms(brackets, {32}, seeds)) == 4  # under B_min: fit lengths only
+    assert len(_quorum_terms(brackets, {32}, seeds)) == 4  # under B_min: fit lengths only
 
 
 def test_c6_weights_are_the_least_squares_slope():
     lengths = np.array([8.0, 16.0, 64.0, 100.0])
     values = np.array([1.0, 3.0, 2.0, 7.0])
-    w = C._weights(lengths)
-    assert C._fit(w, values) == pytest.approx(np.polyfit(np.log(lengths), np.log(values), 1)[0])
-    assert list(C._weights(np.array(FIT)) == 0) == [False, True, False]
+    w = _weights(lengths)
+    assert _fit(w, values) == pytest.approx(np.polyfit(np.log(lengths), np.log(values), 1)[0])
+    assert list(_weights(np.array(FIT)) == 0) == [False, True, False]
 
 
 def test_c6_percentages_are_floored_to_two_digits():
-    assert [C._floored(p) for p in (1.269, 12.69, 0.04569, 3.0)] == [
+    assert [_floored(p) for p in (1.269, 12.69, 0.04569, 3.0)] == [
         "1.2 %",
         "12 %",
         "0.045 %",
@@ -893,8 +907,8 @@ def test_c6_value_and_what_it_needs_to_run():
     assert _c6(lengths=(8, 16)) is None
     assert _c6(lengths=(16, 32, 64)).verdict == HOLDS
     assert _finding("C.6", section={"theory": {"fit_points": 2}}) is None
-    spec = next(spec for spec in C.CLAIMS if spec.id == "C.6")
-    assert spec.units == {C.TRAINING: ("seed",)} and C.TRAINING in spec.tables
+    spec = next(spec for spec in CLAIMS if spec.id == "C.6")
+    assert spec.units == {TRAINING: ("seed",)} and TRAINING in spec.tables
 
 
 def test_the_registry_evaluates_study_c_in_order(monkeypatch):
@@ -911,8 +925,8 @@ def test_the_registry_evaluates_study_c_in_order(monkeypatch):
 def test_the_docs_list_every_claim_and_the_fit_minimum():
     text = (ROOT / "docs" / "counting.md").read_text()
     section = text.split("## Claims\n", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"^- \*\*(C\.\d)\*\*", section, re.MULTILINE) == [s.id for s in C.CLAIMS]
-    assert f"`MIN_FIT_POINTS` = {C.MIN_FIT_POINTS}" in section
+    assert re.findall(r"^- \*\*(C\.\d)\*\*", section, re.MULTILINE) == [s.id for s in CLAIMS]
+    assert f"`MIN_FIT_POINTS` = {MIN_FIT_POINTS}" in section
 
 
 @pytest.mark.slow
@@ -922,9 +936,9 @@ def test_claims_of_the_tiny_run(tiny_run):
     claims rule wrote exactly what the claims compute from the tables."""
     results = tiny_run.workdir / "results"
     config = yaml.safe_load((results / "config.yaml").read_text())
-    paths = {path for spec in C.CLAIMS for path in spec.tables}
+    paths = {path for spec in CLAIMS for path in spec.tables}
     tables = {p: read_table(results / p, table_model(results / p), config) for p in paths}
-    claims, terms = claims_tables(findings(C.CLAIMS, tables, config["counting"]))
+    claims, terms = claims_tables(findings(CLAIMS, tables, config["counting"]))
     assert set(claims["verdict"]) <= set(VERDICTS)
     assert set(claims.loc[claims["verdict"] == NOT_RUN, "claim"]) == {"C.3", "C.4", "C.6"}
     assert claims.loc[claims["verdict"] != NOT_RUN, "value"].map(bool).all()
