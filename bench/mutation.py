@@ -8,7 +8,7 @@ temporary folder first: the checkout and its editable install stay untouched whi
     make mutation STUDY=counting MODULES="theory rates"
     make mutation STUDY=shared MODULES="verdicts resampling" TESTS="verdicts report"
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
-    python bench/mutation.py --study counting claims  # a subpackage: every module in it
+    python bench/mutation.py --study numerics claims  # a package: each of its modules
 
 Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow, or those matching
 `--tests`, e.g. `--tests theory kernels` for two files); mutmut runs, for
@@ -83,14 +83,14 @@ SHARED = "shared"  # --study shared: modules of the shared layer (the package's 
 
 
 def module_paths(study: str, names: list[str]) -> list[str]:
-    """The files to mutate: `<name>.py` of the study's package, or every module of a
-    subpackage `<name>/` (a claims package split into one module per claim)."""
+    """The files to mutate: a module's, or every module's of a subpackage (`claims` when the
+    study's claims are a package of modules)."""
     folder = PACKAGE if study == SHARED else f"{PACKAGE}/{study}"
     paths = []
     for name in (name.removesuffix(".py") for name in names):
         package = ROOT / folder / name
-        if package.is_dir():
-            paths += sorted(str(path.relative_to(ROOT)) for path in package.glob("*.py"))
+        if (package / "__init__.py").is_file():
+            paths += sorted(path.relative_to(ROOT).as_posix() for path in package.rglob("*.py"))
         else:
             paths.append(f"{folder}/{name}.py")
     missing = [path for path in paths if not (ROOT / path).is_file()]
@@ -168,7 +168,7 @@ def main() -> None:
         "--study", required=True, help=f"apjn, numerics, counting or {SHARED} (the shared layer)"
     )
     parser.add_argument(
-        "modules", nargs="+", help="module names in the study's package (a subpackage: all of it)"
+        "modules", nargs="+", help="module (or subpackage) names in the study's package"
     )
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")

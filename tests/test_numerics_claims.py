@@ -1,4 +1,4 @@
-"""Study N's claims (numerics/claims.py) on hand-made tables whose answer is known: each claim
+"""Study N's claims (numerics/claims/) on hand-made tables whose answer is known: each claim
 holds on data built to satisfy it, fails on data built to contradict it, is undecided where
 the interval of a sampled statistic straddles its criterion, and is not run where the preset
 does not measure what it needs. Sampled statistics get per-sample (or per-head) noise of a
@@ -18,7 +18,17 @@ import yaml
 from transformer_stability import verdicts
 from transformer_stability.claims import NOT_RUN, claims_tables, findings
 from transformer_stability.io import read_table, write_table
-from transformer_stability.numerics import claims
+from transformer_stability.numerics.claims import (
+    CLAIMS,
+    _common,
+    bounds,
+    gpt2_errors,
+    gpt2_regimes,
+    norm_outlier,
+    sinks,
+    softmax_evaluation,
+    worst_case,
+)
 from transformer_stability.numerics.tables import (
     AttentionSinks,
     Gpt2Errors,
@@ -323,19 +333,21 @@ def sources_frame(typical=3.0, first_bound=1e3, violated=False) -> pd.DataFrame:
 
 def bound_tables(checked, norms=None, softmax=None, lipschitz=None) -> dict:
     return {
-        claims.NORMS: checked(norms_frame() if norms is None else norms, Norms),
-        claims.SOFTMAX: checked(softmax_frame() if softmax is None else softmax, Softmax),
-        claims.LIPSCHITZ: checked(lipschitz_frame() if lipschitz is None else lipschitz, Lipschitz),
+        _common.NORMS: checked(norms_frame() if norms is None else norms, Norms),
+        _common.SOFTMAX: checked(softmax_frame() if softmax is None else softmax, Softmax),
+        _common.LIPSCHITZ: checked(
+            lipschitz_frame() if lipschitz is None else lipschitz, Lipschitz
+        ),
     }
 
 
 def gpt2_tables(checked, errors=None, recursion=None, sources=None) -> dict:
     return {
-        claims.ERRORS: checked(errors_frame() if errors is None else errors, Gpt2Errors),
-        claims.RECURSION: checked(
+        _common.ERRORS: checked(errors_frame() if errors is None else errors, Gpt2Errors),
+        _common.RECURSION: checked(
             recursion_frame() if recursion is None else recursion, Gpt2Recursion
         ),
-        claims.SOURCES: checked(sources_frame() if sources is None else sources, RecursionSources),
+        _common.SOURCES: checked(sources_frame() if sources is None else sources, RecursionSources),
     }
 
 
@@ -345,14 +357,18 @@ def gpt2_tables(checked, errors=None, recursion=None, sources=None) -> dict:
 def test_each_sampled_table_names_its_units():
     """The columns the bootstraps resample, named for the stability test; the GPT-2 tables hold
     no units."""
-    units = {spec.id: dict(spec.units) for spec in claims.CLAIMS}
+    units = {spec.id: dict(spec.units) for spec in CLAIMS}
     samples, draws = ("sample",), ("draw",)
-    assert units["N.1"] == {claims.NORMS: samples, claims.SOFTMAX: samples, claims.LIPSCHITZ: draws}
-    assert units["N.2"] == {claims.NORMS: samples}
-    assert units["N.3"] == units["N.4"] == {claims.SOFTMAX: samples}
-    assert units["N.5"] == {claims.LIPSCHITZ: draws}
+    assert units["N.1"] == {
+        _common.NORMS: samples,
+        _common.SOFTMAX: samples,
+        _common.LIPSCHITZ: draws,
+    }
+    assert units["N.2"] == {_common.NORMS: samples}
+    assert units["N.3"] == units["N.4"] == {_common.SOFTMAX: samples}
+    assert units["N.5"] == {_common.LIPSCHITZ: draws}
     assert units["N.6"] == units["N.7"] == units["N.8"] == {}
-    assert units["N.9"] == {claims.SINKS: ("block", "head")}
+    assert units["N.9"] == {_common.SINKS: ("block", "head")}
 
 
 def test_cell_medians_match_pandas_with_nan_and_uneven_cells():
@@ -360,11 +376,11 @@ def test_cell_medians_match_pandas_with_nan_and_uneven_cells():
     keys = ["b", "a", "b", "a", "a", "c", "b", "c", "d", "d", "b", "e"]
     values = [3.0, 1.0, np.nan, 5.0, 2.0, 10.0, 1.0, 4.0, np.inf, 6.0, 7.0, 9.0]
     frame = pd.DataFrame({"key": keys, "v": values, "other": 0})
-    cells, labels = claims._cells(frame, ["key"], ["v"])
+    cells, labels = _common._cells(frame, ["key"], ["v"])
     assert list(labels.key) == ["a", "b", "c", "d", "e"] and list(cells.columns) == ["v", "cell"]
     expected = frame.groupby("key").v.median().to_numpy()
     np.testing.assert_array_equal(expected, [2.0, 3.0, 7.0, np.inf, 9.0])
-    np.testing.assert_array_equal(claims._cell_medians(cells, "v"), expected)
+    np.testing.assert_array_equal(_common._cell_medians(cells, "v"), expected)
 
 
 @pytest.mark.parametrize("gone", [0, 2, 4])
@@ -373,28 +389,28 @@ def test_cell_medians_nan_where_a_cell_has_no_value(gone):
     frame.loc[frame.cell == gone, "v"] = np.nan
     expected = [2.0, 5.0, 7.0, 2.0, 5.0]
     expected[gone] = np.nan
-    np.testing.assert_array_equal(claims._cell_medians(frame, "v"), expected)
+    np.testing.assert_array_equal(_common._cell_medians(frame, "v"), expected)
 
 
 def test_by_label_keys_the_medians_by_their_cells():
     frame = pd.DataFrame({"x": ["p", "p", "q"], "y": [1, 2, 1], "v": [1.0, 2.0, 3.0]})
-    cells, labels = claims._cells(frame, ["x", "y"], ["v"])
-    assert claims._by_label(cells, labels, "v") == {("p", 1): 1.0, ("p", 2): 2.0, ("q", 1): 3.0}
+    cells, labels = _common._cells(frame, ["x", "y"], ["v"])
+    assert _common._by_label(cells, labels, "v") == {("p", 1): 1.0, ("p", 2): 2.0, ("q", 1): 3.0}
 
 
 def test_ratio_median_leaves_out_exact_results():
     bound = pd.Series([1.0, 10.0, 4.0, np.nan, 8.0]) / 100
     measured = pd.Series([0.0, 1.0, 1.0, 1.0, 2.0]) / 100
-    assert claims._ratio_median(bound, measured) == pytest.approx(4.0)  # 10, 4, 4: NaN, 1/0 out
+    assert _common._ratio_median(bound, measured) == pytest.approx(4.0)  # 10, 4, 4: NaN, 1/0 out
 
 
 def test_slope_of_a_power_law_and_nan_without_one():
     x = pd.Series([1.0, 10.0, 100.0])
-    assert claims._slope(x, 3 * x**0.5) == pytest.approx(0.5)
+    assert _common._slope(x, 3 * x**0.5) == pytest.approx(0.5)
     with warnings.catch_warnings():  # no log of 0 or inf attempted
         warnings.simplefilter("error")
-        assert np.isnan(claims._slope(x, pd.Series([1.0, 0.0, 2.0])))
-        assert np.isnan(claims._slope(x, pd.Series([1.0, np.inf, 2.0])))
+        assert np.isnan(_common._slope(x, pd.Series([1.0, 0.0, 2.0])))
+        assert np.isnan(_common._slope(x, pd.Series([1.0, np.inf, 2.0])))
 
 
 STATISTICS = {
@@ -416,8 +432,8 @@ STATISTICS = {
 def test_every_claim_names_its_statistic(checked):
     errors = pd.concat([errors_frame(), _trained(errors_frame())])
     tables = bound_tables(checked) | gpt2_tables(checked, errors=errors)
-    tables[claims.SINKS] = checked(sinks_frame(0.9), AttentionSinks)
-    for spec, finding in findings(claims.CLAIMS, tables, SECTION):
+    tables[_common.SINKS] = checked(sinks_frame(0.9), AttentionSinks)
+    for spec, finding in findings(CLAIMS, tables, SECTION):
         assert finding.statistic == STATISTICS[spec.id], spec.id
 
 
@@ -425,7 +441,7 @@ def test_every_claim_names_its_statistic(checked):
 
 
 def test_bounds_hold_on_valid_tight_bounds(checked):
-    finding = claims.bounds_hold(bound_tables(checked), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked), SECTION)
     assert finding.verdict == HOLDS
     assert finding.value.startswith("0 of 368 above their bound (norms 0/128, softmax 0/208, ")
     assert "attention 0/32); median bound/error: norms 5, softmax 4" in finding.value
@@ -438,7 +454,7 @@ def test_bounds_hold_on_valid_tight_bounds(checked):
         "median bound/error, softmax",
     ]
     count = named["values above bound, norms"]
-    assert count.estimate.basis == claims.COUNTED and count.criterion.text == "<= 0"
+    assert count.estimate.basis == _common.COUNTED and count.criterion.text == "<= 0"
     tight = named["median bound/error, norms"].estimate
     assert (tight.basis, tight.units, tight.unit) == ("bootstrap over samples", SAMPLES, "samples")
     assert named["median bound/error, softmax"].criterion.text == "<= 100"
@@ -447,12 +463,12 @@ def test_bounds_hold_on_valid_tight_bounds(checked):
 def test_a_pair_without_a_bound_still_counts_as_checked(checked):
     norms = norms_frame()
     norms.loc[norms.metric == "bound_bulk", "value"] = np.nan
-    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, norms=norms), SECTION)
     assert finding.value.startswith("0 of 368 above their bound (norms 0/128, ")
 
 
 def test_bounds_fail_when_an_error_exceeds_its_bound(checked):
-    finding = claims.bounds_hold(
+    finding = bounds.bounds_hold(
         bound_tables(checked, norms=norms_frame(bound_over_error=0.9)), SECTION
     )
     assert finding.verdict == FAILS
@@ -468,10 +484,10 @@ def test_bounds_fail_when_an_error_exceeds_its_bound(checked):
 )
 def test_norm_bounds_tightness_decided_by_its_interval(checked, ratio, spread, expected):
     norms = norms_frame(bound_over_error=ratio, spread=spread)
-    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, norms=norms), SECTION)
     term = terms(finding)["median bound/error, norms"]
     assert term.verdict == expected and finding.verdict == expected
-    assert straddles(term, claims.TIGHT) == (expected == UNDECIDED)
+    assert straddles(term, bounds.TIGHT) == (expected == UNDECIDED)
     assert term.estimate.point == pytest.approx(ratio, rel=0.01)
 
 
@@ -480,20 +496,20 @@ def test_tightness_resamples_the_samples_of_each_setting(checked):
     the largest outlier) set the units an undecided term's need counts."""
     norms = norms_frame(spread=0.3)
     norms = norms[(norms.outlier == 0) | (norms["sample"] < 4)]
-    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, norms=norms), SECTION)
     assert terms(finding)["median bound/error, norms"].estimate.units == 4
 
 
 def test_softmax_bound_loose_by_orders_of_magnitude_fails(checked):
     loose = softmax_frame(bound_over_error=1e3)
-    finding = claims.bounds_hold(bound_tables(checked, softmax=loose), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, softmax=loose), SECTION)
     assert verdict_of(finding, "median bound/error, softmax") == FAILS
     assert finding.verdict == FAILS
 
 
 def test_softmax_tightness_interval_from_the_samples_of_each_setting(checked):
     noisy = softmax_frame(bound_over_error=100.0, spread=0.3)
-    finding = claims.bounds_hold(bound_tables(checked, softmax=noisy), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, softmax=noisy), SECTION)
     term = terms(finding)["median bound/error, softmax"]
     assert term.verdict == UNDECIDED and straddles(term, 100.0)
     assert f"softmax {term.estimate.text()}" in finding.value
@@ -502,7 +518,7 @@ def test_softmax_tightness_interval_from_the_samples_of_each_setting(checked):
 
 def test_bounds_fail_when_attention_worst_exceeds_ball_bound(checked):
     above = lipschitz_frame(ball_bound=4.0)
-    finding = claims.bounds_hold(bound_tables(checked, lipschitz=above), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, lipschitz=above), SECTION)
     assert verdict_of(finding, "values above bound, attention") == FAILS
     assert "attention 8/32" in finding.value
 
@@ -510,7 +526,7 @@ def test_bounds_fail_when_attention_worst_exceeds_ball_bound(checked):
 def test_bounds_fail_when_the_random_input_estimate_exceeds_its_bound(checked):
     frame = lipschitz_frame()
     frame.loc[0, "estimate"] = 101.0  # above its bound at that input (100)
-    finding = claims.bounds_hold(bound_tables(checked, lipschitz=frame), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, lipschitz=frame), SECTION)
     assert "attention 1/32" in finding.value and finding.verdict == FAILS
 
 
@@ -518,11 +534,11 @@ def test_bounds_fail_when_a_cast_entry_exceeds_its_bound(checked):
     frame = softmax_frame(cast_floor=1e-5)
     above = (frame.format == "fp16") & (frame.metric == "worst_entry") & (frame.p_max == 0.5)
     frame.loc[above, "measured"] = 2 * frame.loc[above, "bound"]
-    finding = claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
     assert finding.verdict == FAILS
     assert f"softmax {SAMPLES}/" in finding.value
     frame.loc[above, "measured"] = frame.loc[above, "bound"]  # equal: within the bound
-    assert claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION).verdict == HOLDS
+    assert bounds.bounds_hold(bound_tables(checked, softmax=frame), SECTION).verdict == HOLDS
 
 
 def test_tightness_leaves_out_exact_results(checked):
@@ -530,7 +546,7 @@ def test_tightness_leaves_out_exact_results(checked):
     norms = norms_frame()
     exact = norms.metric.isin(["err_comp_median", "err_comp_max"])
     norms.loc[exact, "value"] = 0.0
-    finding = claims.bounds_hold(bound_tables(checked, norms=norms), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, norms=norms), SECTION)
     assert terms(finding)["median bound/error, norms"].estimate.point == 5.0
 
 
@@ -538,9 +554,9 @@ def test_propagation_rows_are_checked_but_not_tested_for_tightness(checked):
     """The propagation bound (l1 gain) is a condition number, not a rounding-error bound: it
     counts against its bound but not in the median bound/error."""
     frame = softmax_frame(spread=0.3)
-    plain = claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
+    plain = bounds.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
     frame.loc[frame["mode"] == "propagation", "bound"] *= 1e6
-    finding = claims.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
+    finding = bounds.bounds_hold(bound_tables(checked, softmax=frame), SECTION)
     point = terms(finding)["median bound/error, softmax"].estimate.point
     assert point == terms(plain)["median bound/error, softmax"].estimate.point < 10
 
@@ -549,7 +565,9 @@ def test_propagation_rows_are_checked_but_not_tested_for_tightness(checked):
 
 
 def test_layernorm_worse_under_massive_outlier(checked):
-    finding = claims.norms_under_outlier({claims.NORMS: checked(norms_frame(), Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier(
+        {_common.NORMS: checked(norms_frame(), Norms)}, SECTION
+    )
     assert finding.verdict == HOLDS
     assert finding.value == "M/d = 31.2; m7: bulk error LN/RMS 32.2, bulk kappa LN/RMS 1"
     named = terms(finding)
@@ -563,7 +581,7 @@ def test_norms_claim_reads_the_largest_outlier_per_format(checked):
     """Two formats, each its own terms; the smaller outlier (no penalty there) is not read."""
     frame = pd.concat([norms_frame(), norms_frame().assign(mantissa_bits=10)])
     frame.loc[frame.outlier == 0.0, "value"] *= 1e3
-    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier({_common.NORMS: checked(frame, Norms)}, SECTION)
     assert finding.verdict == HOLDS
     assert "; m10: bulk error LN/RMS 32.2, bulk kappa LN/RMS 1" in finding.value
     assert "bulk kappa LN/RMS, m10" in terms(finding)
@@ -572,7 +590,7 @@ def test_norms_claim_reads_the_largest_outlier_per_format(checked):
 def test_norms_ratios_resample_the_samples_of_each_format(checked):
     frame = pd.concat([norms_frame(), norms_frame().assign(mantissa_bits=10)])
     frame = frame[(frame.mantissa_bits == 7) | (frame["sample"] < 4)]
-    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier({_common.NORMS: checked(frame, Norms)}, SECTION)
     assert terms(finding)["bulk error LN/RMS, m10"].estimate.units == 4
 
 
@@ -583,10 +601,10 @@ def test_norms_ratios_resample_the_samples_of_each_format(checked):
 )
 def test_layernorm_penalty_decided_by_its_interval(checked, ln_bulk, spread, expected):
     frame = norms_frame(ln_bulk=ln_bulk, spread=spread)
-    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier({_common.NORMS: checked(frame, Norms)}, SECTION)
     term = terms(finding)["bulk error LN/RMS, m7"]
     assert term.verdict == expected
-    assert straddles(term, claims.CLEARLY_WORSE) == (expected == UNDECIDED)
+    assert straddles(term, norm_outlier.CLEARLY_WORSE) == (expected == UNDECIDED)
 
 
 @pytest.mark.parametrize(
@@ -596,7 +614,7 @@ def test_layernorm_penalty_decided_by_its_interval(checked, ln_bulk, spread, exp
 )
 def test_same_bulk_condition_decided_by_its_interval(checked, ln_kappa, spread, expected):
     frame = norms_frame(ln_kappa=ln_kappa, spread=spread)
-    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier({_common.NORMS: checked(frame, Norms)}, SECTION)
     term = terms(finding)["bulk kappa LN/RMS, m7"]
     assert term.verdict == expected and finding.verdict == expected
     assert straddles(term, 2.0) == (expected == UNDECIDED)
@@ -604,22 +622,24 @@ def test_same_bulk_condition_decided_by_its_interval(checked, ln_kappa, spread, 
 
 def test_norms_claim_fails_without_layernorms_penalty(checked):
     frame = norms_frame(ln_bulk=1.0)
-    finding = claims.norms_under_outlier({claims.NORMS: checked(frame, Norms)}, SECTION)
+    finding = norm_outlier.norms_under_outlier({_common.NORMS: checked(frame, Norms)}, SECTION)
     assert finding.verdict == FAILS and "bulk error LN/RMS 1," in finding.value
 
 
 def test_norms_claim_not_run_without_a_massive_outlier(checked):
-    tables = {claims.NORMS: checked(norms_frame(outliers=(0.0, 319.0)), Norms)}
-    assert claims.norms_under_outlier(tables, SECTION) is None
-    tables = {claims.NORMS: checked(norms_frame(outliers=(0.0, 320.0)), Norms)}  # M/d = 10
-    assert claims.norms_under_outlier(tables, SECTION) is not None
+    tables = {_common.NORMS: checked(norms_frame(outliers=(0.0, 319.0)), Norms)}
+    assert norm_outlier.norms_under_outlier(tables, SECTION) is None
+    tables = {_common.NORMS: checked(norms_frame(outliers=(0.0, 320.0)), Norms)}  # M/d = 10
+    assert norm_outlier.norms_under_outlier(tables, SECTION) is not None
 
 
 # --- N.3 --------------------------------------------------------------------------------------
 
 
 def sink_finding(checked, **kwargs):
-    return claims.sink_bound({claims.SOFTMAX: checked(softmax_frame(**kwargs), Softmax)}, SECTION)
+    return softmax_evaluation.sink_bound(
+        {_common.SOFTMAX: checked(softmax_frame(**kwargs), Softmax)}, SECTION
+    )
 
 
 def test_sink_aware_bound_falls_with_tail_mass(checked):
@@ -659,7 +679,7 @@ def test_sink_bound_tightness_decided_by_its_interval(checked, ratio, spread, ex
     finding = sink_finding(checked, bound_over_error=ratio, spread=spread)
     term = terms(finding)["median bound/error"]
     assert term.verdict == expected and finding.verdict == expected
-    assert straddles(term, claims.SINK_TIGHT) == (expected == UNDECIDED)
+    assert straddles(term, softmax_evaluation.SINK_TIGHT) == (expected == UNDECIDED)
 
 
 def test_sink_slopes_per_mode(checked):
@@ -668,7 +688,7 @@ def test_sink_slopes_per_mode(checked):
         (frame["mode"] == "unshifted") & (frame.metric == "l1_abs") & (frame.p_max == 1 - 1e-5)
     )
     frame.loc[smallest, "bound"] *= 10**0.2  # two decades: the slope falls by 0.1
-    finding = claims.sink_bound({claims.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    finding = softmax_evaluation.sink_bound({_common.SOFTMAX: checked(frame, Softmax)}, SECTION)
     assert terms(finding)["bound slope, shifted"].estimate.point == pytest.approx(1.0)
     assert terms(finding)["bound slope, unshifted"].estimate.point == pytest.approx(0.9)
 
@@ -693,8 +713,8 @@ def test_sink_claim_reports_the_casts_up_to_their_own_u(checked):
 def test_sink_claim_reports_every_cast(checked):
     frame = softmax_frame(cast_floor=1e-5)
     bf16 = frame[frame.format == "fp16"].assign(format="bf16", mantissa_bits=7)
-    finding = claims.sink_bound(
-        {claims.SOFTMAX: checked(pd.concat([frame, bf16]), Softmax)}, SECTION
+    finding = softmax_evaluation.sink_bound(
+        {_common.SOFTMAX: checked(pd.concat([frame, bf16]), Softmax)}, SECTION
     )
     assert finding.value.endswith("; torch casts, median bound/error: bf16 12, fp16 20")
 
@@ -727,7 +747,9 @@ def test_sink_claim_tests_the_emulated_format_and_reports_the_casts(checked):
 
 def shift_finding(checked, **kwargs):
     frame = softmax_frame(**kwargs)
-    return claims.shifted_evaluation({claims.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    return softmax_evaluation.shifted_evaluation(
+        {_common.SOFTMAX: checked(frame, Softmax)}, SECTION
+    )
 
 
 def test_unshifted_error_follows_its_condition(checked):
@@ -767,7 +789,7 @@ def test_shifted_growth_decided_by_its_interval(checked, growth, spread, expecte
     finding = shift_finding(checked, shifted_growth=growth, spread=spread)
     term = terms(finding)["error growth, shifted"]
     assert term.verdict == expected
-    assert straddles(term, claims.FACTOR) == (expected == UNDECIDED)
+    assert straddles(term, _common.FACTOR) == (expected == UNDECIDED)
 
 
 def test_shift_claim_from_the_smallest_to_the_largest_offset(checked):
@@ -781,14 +803,14 @@ def test_shift_claim_undefined_exponents_without_warnings(checked):
     frame = softmax_frame()
     unshifted = (frame.sweep == "offset") & (frame["mode"] == "unshifted")
     frame.loc[unshifted & (frame.metric != "kappa_max"), "measured"] = 0.0
-    both = {claims.SOFTMAX: checked(frame, Softmax)}
+    both = {_common.SOFTMAX: checked(frame, Softmax)}
     frame = softmax_frame()
     frame.loc[unshifted & (frame.metric == "max_rel") & (frame.offset == 30), "measured"] = 0.0
-    largest = {claims.SOFTMAX: checked(frame, Softmax)}
+    largest = {_common.SOFTMAX: checked(frame, Softmax)}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        undefined = claims.shifted_evaluation(both, SECTION)
-        falls = claims.shifted_evaluation(largest, SECTION)
+        undefined = softmax_evaluation.shifted_evaluation(both, SECTION)
+        falls = softmax_evaluation.shifted_evaluation(largest, SECTION)
     assert verdict_of(undefined, "error exponent, unshifted") == UNDECIDED
     assert terms(falls)["error exponent, unshifted"].estimate.point == -np.inf
 
@@ -809,7 +831,7 @@ def test_shift_claim_not_run_without_a_sensitivity_range(checked):
 
 
 def lipschitz_finding(checked, frame):
-    return claims.length_free_lipschitz({claims.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
+    return bounds.length_free_lipschitz({_common.LIPSCHITZ: checked(frame, Lipschitz)}, SECTION)
 
 
 def test_length_free_lipschitz_bound(checked):
@@ -898,7 +920,7 @@ def test_lipschitz_slope_is_of_found_over_bound(checked):
 
 
 def test_stream_regimes():
-    regimes = claims.stream_regimes(errors_frame()).set_index("alpha")
+    regimes = gpt2_regimes.stream_regimes(errors_frame()).set_index("alpha")
     assert list(regimes.regime) == ["embedding", "residual", "residual"]
     assert list(regimes["share"]) == pytest.approx([103 / 3.01, 4 / 3.01, 1])
 
@@ -911,23 +933,27 @@ def test_stream_regimes_at_the_thresholds():
     for alpha, s in share.items():
         at = streams & (frame.alpha == alpha)
         frame.loc[at, "p50"] = s * alpha
-    assert list(claims.stream_regimes(frame).regime) == ["embedding", "residual", "residual"]
+    assert list(gpt2_regimes.stream_regimes(frame).regime) == ["embedding", "residual", "residual"]
     frame.loc[streams & (frame.alpha == 0.01), "p50"] = 9.9 * 0.01
     frame.loc[streams & (frame.alpha == 1.0), "p50"] = 2.1
-    assert list(claims.stream_regimes(frame).regime) == ["transition", "transition", "residual"]
+    assert list(gpt2_regimes.stream_regimes(frame).regime) == [
+        "transition",
+        "transition",
+        "residual",
+    ]
 
 
 def test_stream_regimes_at_each_models_own_last_add():
     deeper = errors_frame().assign(model="random-gpt2-deep")
     deeper["checkpoint"] += 2
-    regimes = claims.stream_regimes(pd.concat([errors_frame(), deeper]))
+    regimes = gpt2_regimes.stream_regimes(pd.concat([errors_frame(), deeper]))
     assert regimes.groupby("model").regime.apply(list).to_dict() == dict.fromkeys(
         ["random-gpt2", "random-gpt2-deep"], ["embedding", "residual", "residual"]
     )
 
 
 def test_recursion_amplification_collapses(checked):
-    finding = claims.worst_case_recursion(gpt2_tables(checked), SECTION)
+    finding = worst_case.worst_case_recursion(gpt2_tables(checked), SECTION)
     assert finding.verdict == HOLDS
     assert finding.value == (
         "0 of 20 adds above the bound; amplification at the last attn/mlp add: max/min over "
@@ -946,7 +972,7 @@ def test_recursion_amplification_collapses(checked):
         "typical/measured per source, lowest",
         "typical/measured per source, highest",
     ]
-    assert all(t.estimate.basis == claims.GPT2_EXACT for t in finding.terms)
+    assert all(t.estimate.basis == gpt2_regimes.GPT2_EXACT for t in finding.terms)
     criteria = [t.criterion.text for t in finding.terms]
     assert criteria == ["<= 0", "<= 2", "<= 2", "<= 0.5", "<= 0.5", ">= 0.1", "<= 10"]
 
@@ -958,20 +984,20 @@ def test_recursion_amplification_collapses(checked):
 )
 def test_recursion_claim_fails_on_contradicting_data(checked, recursion):
     tables = gpt2_tables(checked, recursion=recursion)
-    assert claims.worst_case_recursion(tables, SECTION).verdict == FAILS
+    assert worst_case.worst_case_recursion(tables, SECTION).verdict == FAILS
 
 
 def test_recursion_violation_counted_in_relative_terms_too(checked):
     recursion = recursion_frame()
     recursion.loc[3, "measured_rel"] = 2 * recursion.loc[3, "bound_rel"]
-    finding = claims.worst_case_recursion(gpt2_tables(checked, recursion=recursion), SECTION)
+    finding = worst_case.worst_case_recursion(gpt2_tables(checked, recursion=recursion), SECTION)
     assert verdict_of(finding, "adds above the bound") == FAILS
     assert finding.value.startswith("1 of 20 adds")
 
 
 @pytest.mark.parametrize(("fall", "expected"), [(0.49, HOLDS), (0.51, FAILS)])
 def test_recursion_amplification_must_fall_2x_off_the_plateau(checked, fall, expected):
-    finding = claims.worst_case_recursion(
+    finding = worst_case.worst_case_recursion(
         gpt2_tables(checked, recursion=recursion_frame(fall=fall)), SECTION
     )
     term = terms(finding)["amplification off/plateau, random-gpt2 m10 mlp"]
@@ -986,14 +1012,14 @@ def test_recursion_amplification_must_fall_2x_off_the_plateau(checked, fall, exp
 )
 def test_recursion_claim_fails_on_contradicting_sources(checked, sources):
     tables = gpt2_tables(checked, sources=sources)
-    assert claims.worst_case_recursion(tables, SECTION).verdict == FAILS
+    assert worst_case.worst_case_recursion(tables, SECTION).verdict == FAILS
 
 
 def test_recursion_bound_met_with_equality_is_not_violated(checked):
     sources = sources_frame()
     sources.loc[3, "bound"] = sources.loc[3, "measured"]
     sources.loc[5, "bound_rel"] = sources.loc[5, "measured_rel"]
-    finding = claims.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
+    finding = worst_case.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
     assert finding.verdict == HOLDS and finding.value.startswith("0 of 20 adds")
 
 
@@ -1002,7 +1028,7 @@ def test_recursion_amplification_read_at_the_last_adds(checked):
     recursion = recursion_frame()
     early = recursion.checkpoint <= 2
     recursion.loc[early, "amplification"] = 1e3 * recursion.loc[early, "alpha"]
-    finding = claims.worst_case_recursion(gpt2_tables(checked, recursion=recursion), SECTION)
+    finding = worst_case.worst_case_recursion(gpt2_tables(checked, recursion=recursion), SECTION)
     assert finding.verdict == HOLDS
 
 
@@ -1011,7 +1037,7 @@ def test_recursion_reports_ranges_per_source_model_and_format(checked):
     recursion = recursion_frame()
     recursion.loc[recursion.alpha == 100, "typical_rel_l2"] *= 8 / 5
     tables = gpt2_tables(checked, recursion=recursion, sources=pd.concat([sources_frame(), other]))
-    finding = claims.worst_case_recursion(tables, SECTION)
+    finding = worst_case.worst_case_recursion(tables, SECTION)
     assert "; bound/measured at the first add, per source: 1e+03-2e+03; " in finding.value
     assert finding.value.endswith(
         "typical/measured at every add: per source 3-4 (random-b 4-4, random-gpt2 3-3), test "
@@ -1025,18 +1051,18 @@ def test_recursion_reports_ranges_per_source_model_and_format(checked):
 def test_typical_ratio_leaves_out_exact_results(checked):
     sources = sources_frame()
     sources.loc[0, ["measured_rel_l2", "typical_rel_l2"]] = [0.0, 1.0]
-    finding = claims.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
+    finding = worst_case.worst_case_recursion(gpt2_tables(checked, sources=sources), SECTION)
     assert finding.verdict == HOLDS and "per source 3-3" in finding.value
 
 
 @pytest.mark.parametrize(("typical", "expected"), [(10.0, HOLDS), (0.1, HOLDS), (9.5, HOLDS)])
 def test_typical_estimate_window_is_closed(checked, typical, expected):
     tables = gpt2_tables(checked, sources=sources_frame(typical))
-    assert claims.worst_case_recursion(tables, SECTION).verdict == expected
+    assert worst_case.worst_case_recursion(tables, SECTION).verdict == expected
 
 
 def test_relative_error_preserved_across_residual_dominated_alpha(checked):
-    finding = claims.alpha_invariance(gpt2_tables(checked), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked), SECTION)
     assert finding.verdict == HOLDS
     assert finding.value == (
         "median rel_linf at the last add: max/min over residual-dominated alpha (1, 100) at "
@@ -1050,7 +1076,7 @@ def test_relative_error_preserved_across_residual_dominated_alpha(checked):
     ]
     assert named["rel_linf departure from plateau, random-gpt2 m10"].estimate.point == 10.0
     assert named["rel_linf departure from plateau, random-gpt2 m10"].criterion.text == ">= 2"
-    assert named["rel_linf max/min, random-gpt2 m10"].estimate.basis == claims.GPT2_EXACT
+    assert named["rel_linf max/min, random-gpt2 m10"].estimate.basis == gpt2_regimes.GPT2_EXACT
 
 
 @pytest.mark.parametrize(
@@ -1061,7 +1087,10 @@ def test_relative_error_preserved_across_residual_dominated_alpha(checked):
 def test_alpha_claim_at_its_thresholds(checked, spread, flipped, expected):
     """Within a factor 2 on the plateau; off it by 2x or more, downwards or upwards."""
     errors = errors_frame(plateau_spread=spread, flipped_error=flipped)
-    assert claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).verdict == expected
+    assert (
+        gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).verdict
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -1070,7 +1099,7 @@ def test_alpha_claim_at_its_thresholds(checked, spread, flipped, expected):
     ids=["not-preserved", "no-flip"],
 )
 def test_alpha_claim_fails_on_contradicting_data(checked, errors):
-    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.verdict == FAILS
 
 
@@ -1080,7 +1109,7 @@ def test_alpha_claim_lists_every_embedding_dominated_alpha(checked):
     deeper.loc[deeper.metric == "stream_median_l2", ["p01", "p25", "p50", "p75", "p99"]] = 1.003
     deeper.loc[deeper.metric == "rel_linf", ["p01", "p25", "p50", "p75", "p99"]] *= 3
     errors = pd.concat([errors, deeper])
-    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.value.endswith("(0.001, 0.01): random-gpt2 m10 0.1/0.3x the plateau")
     assert terms(finding)["rel_linf departure from plateau, random-gpt2 m10"].estimate.point == (
         pytest.approx(1 / 0.3)
@@ -1092,7 +1121,7 @@ def test_alpha_claim_skips_a_group_without_two_residual_dominated_alphas(checked
     at_one = (bf16.metric == "stream_median_l2") & (bf16.alpha == 1.0)
     bf16.loc[at_one, ["p01", "p25", "p50", "p75", "p99"]] = 10.0  # share 3.3: a transition
     errors = pd.concat([bf16, errors_frame()])
-    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert [t for t in terms(finding) if "max/min" in t] == ["rel_linf max/min, random-gpt2 m10"]
 
 
@@ -1102,7 +1131,7 @@ def test_alpha_claim_leaves_a_stream_rounding_format_untested_after_the_flip(che
     errors = pd.concat(
         [errors_frame(), errors_frame(flipped_error=1.0, precision="bf16")], ignore_index=True
     )
-    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.verdict == HOLDS
     assert "random-gpt2 bf16 1, random-gpt2 m10 0.1x the plateau" in finding.value
     assert "rel_linf departure from plateau, random-gpt2 bf16" not in terms(finding)
@@ -1110,7 +1139,7 @@ def test_alpha_claim_leaves_a_stream_rounding_format_untested_after_the_flip(che
     errors = pd.concat(
         [errors_frame(), errors_frame(plateau_spread=10.0, precision="bf16")], ignore_index=True
     )
-    finding = claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.verdict == FAILS
     assert "at most 10 (random-gpt2 bf16)" in finding.value
 
@@ -1120,18 +1149,18 @@ def test_gpt2_claims_not_run_with_one_residual_dominated_alpha(checked):
     errors = errors[errors.alpha < 100]
     recursion = recursion_frame()
     tables = gpt2_tables(checked, errors, recursion[recursion.alpha < 100])
-    assert claims.alpha_invariance(tables, SECTION) is None
-    assert claims.worst_case_recursion(tables, SECTION) is None
+    assert gpt2_errors.alpha_invariance(tables, SECTION) is None
+    assert worst_case.worst_case_recursion(tables, SECTION) is None
 
 
 def test_gpt2_claims_without_an_embedding_dominated_alpha(checked):
     errors = errors_frame()
     recursion = recursion_frame()
     tables = gpt2_tables(checked, errors[errors.alpha > 0.1], recursion[recursion.alpha > 0.1])
-    finding = claims.alpha_invariance(tables, SECTION)
+    finding = gpt2_errors.alpha_invariance(tables, SECTION)
     assert finding.verdict == HOLDS and finding.value.endswith("alpha (): none")
     assert len(finding.terms) == 1
-    finding = claims.worst_case_recursion(tables, SECTION)
+    finding = worst_case.worst_case_recursion(tables, SECTION)
     assert finding.verdict == HOLDS and "off/plateau" not in " ".join(terms(finding))
 
 
@@ -1143,17 +1172,19 @@ def test_trained_alpha_claim_tests_the_trained_rows_alone(checked):
     """N.8 is N.7 on the trained model's rows: a random model's contradicting rows beside it do
     not change its verdict, the trained model's own do."""
     errors = pd.concat([_trained(errors_frame()), errors_frame(plateau_spread=10.0)])
-    finding = claims.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.verdict == HOLDS and "random-gpt2" not in finding.value
     assert "trained-small m10" in finding.value
-    assert claims.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).verdict == FAILS
+    assert (
+        gpt2_errors.alpha_invariance(gpt2_tables(checked, errors=errors), SECTION).verdict == FAILS
+    )
     errors = pd.concat([_trained(errors_frame(flipped_error=1.0)), errors_frame()])
-    finding = claims.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
+    finding = gpt2_errors.trained_alpha_invariance(gpt2_tables(checked, errors=errors), SECTION)
     assert finding.verdict == FAILS
 
 
 def test_trained_alpha_claim_not_run_without_a_trained_model(checked):
-    assert claims.trained_alpha_invariance(gpt2_tables(checked), SECTION) is None
+    assert gpt2_errors.trained_alpha_invariance(gpt2_tables(checked), SECTION) is None
 
 
 # --- N.9 --------------------------------------------------------------------------------------
@@ -1182,7 +1213,7 @@ def sinks_frame(trained_p_max: float, random_p_max: float = 0.02, spread=0.0) ->
 
 
 def sink_heads(checked, frame):
-    return claims.attention_sinks({claims.SINKS: checked(frame, AttentionSinks)}, SECTION)
+    return sinks.attention_sinks({_common.SINKS: checked(frame, AttentionSinks)}, SECTION)
 
 
 @pytest.mark.parametrize(
@@ -1220,7 +1251,7 @@ def test_sink_concentration_decided_by_its_interval_over_heads(checked, random, 
     finding = sink_heads(checked, sinks_frame(0.8, random, spread))
     term = terms(finding)["median p_max, trained/random"]
     assert term.verdict == expected and finding.verdict == expected
-    assert straddles(term, claims.FACTOR) == (expected == UNDECIDED)
+    assert straddles(term, _common.FACTOR) == (expected == UNDECIDED)
     assert (term.estimate.basis, term.estimate.units) == ("bootstrap over heads", 8)
     assert finding.value.endswith(f"; median p_max trained/random {term.estimate.text()}")
 
@@ -1287,9 +1318,9 @@ def test_sink_claim_not_run_without_a_trained_model(checked):
 def evaluate_on(results: Path) -> dict[str, dict]:
     """Study N's claim rows on a results tree, its tables read through their models."""
     config = yaml.safe_load((results / "config.yaml").read_text())
-    paths = {p for spec in claims.CLAIMS for p in spec.tables}
+    paths = {p for spec in CLAIMS for p in spec.tables}
     tables = {p: read_table(results / p, table_model(p), config) for p in paths}
-    rows, _ = claims_tables(findings(claims.CLAIMS, tables, config["numerics"]))
+    rows, _ = claims_tables(findings(CLAIMS, tables, config["numerics"]))
     return {row["claim"]: row for row in rows.to_dict("records")}
 
 
@@ -1300,7 +1331,7 @@ def test_claims_on_the_tiny_run(tiny_run):
     draw."""
     assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
     rows = evaluate_on(tiny_run.workdir / "results")
-    assert list(rows) == [spec.id for spec in claims.CLAIMS]
+    assert list(rows) == [spec.id for spec in CLAIMS]
     assert rows["N.3"]["verdict"] == NOT_RUN
     for claim, row in rows.items():
         if claim != "N.3":
@@ -1311,4 +1342,4 @@ def test_docs_list_every_claim_with_its_figure():
     """docs/numerics.md's Claims table: one row per claim, in order, with the figure code."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "numerics.md").read_text()
     rows = re.findall(r"^\| (N\.\d) \| .* \| ([^|]+) \|$", text, re.MULTILINE)
-    assert rows == [(spec.id, spec.figure) for spec in claims.CLAIMS]
+    assert rows == [(spec.id, spec.figure) for spec in CLAIMS]
