@@ -6,6 +6,7 @@ the code it mutates, so the tree (tracked and untracked, not ignored files) is c
 temporary folder first: the checkout and its editable install stay untouched while it runs.
 
     make mutation STUDY=counting MODULES="theory rates"
+    make mutation STUDY=apjn MODULES="claims" TESTS="claims"   # a package: every module in it
     make mutation STUDY=shared MODULES="verdicts resampling" TESTS="verdicts report"
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
 
@@ -82,9 +83,18 @@ SHARED = "shared"  # --study shared: modules of the shared layer (the package's 
 
 
 def module_paths(study: str, names: list[str]) -> list[str]:
+    """The files of `names` in the study's package: a module (`theory`, `claims/tuning`) or a
+    package (`claims`: every module in it, so a module split into a package is named as before)."""
     folder = PACKAGE if study == SHARED else f"{PACKAGE}/{study}"
-    paths = [f"{folder}/{name.removesuffix('.py')}.py" for name in names]
-    missing = [path for path in paths if not (ROOT / path).is_file()]
+    paths, missing = [], []
+    for name in (name.removesuffix(".py").removesuffix("/") for name in names):
+        if (ROOT / folder / name).is_dir():
+            found = sorted((ROOT / folder / name).rglob("*.py"))
+            paths += [path.relative_to(ROOT).as_posix() for path in found]
+        elif (ROOT / folder / f"{name}.py").is_file():
+            paths.append(f"{folder}/{name}.py")
+        else:
+            missing.append(f"{folder}/{name}.py")
     if missing:
         sys.exit(f"no such module: {', '.join(missing)}")
     return paths
@@ -158,7 +168,11 @@ def main() -> None:
     parser.add_argument(
         "--study", required=True, help=f"apjn, numerics, counting or {SHARED} (the shared layer)"
     )
-    parser.add_argument("modules", nargs="+", help="module names in the study's package")
+    parser.add_argument(
+        "modules",
+        nargs="+",
+        help="modules (theory, claims/tuning) or packages (claims) of the study",
+    )
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
     parser.add_argument("--max-children", type=int, default=2)
