@@ -1,4 +1,4 @@
-"""Study A's claims (apjn/claims.py): each claim holds on tables whose intervals lie inside its
+"""Study A's claims (apjn/claims/): each claim holds on tables whose intervals lie inside its
 criterion, is undecided where an interval straddles a criterion's end, does not hold where an
 interval lies outside, and is not run where the tables lack what it needs. The tables are small
 hand-made ones that pass their pandera models; a unit's spread is set by hand (two or three
@@ -14,9 +14,44 @@ import pytest
 import yaml
 
 from transformer_stability import verdicts
-from transformer_stability.apjn import claims
 from transformer_stability.apjn.agreement import sensitivity_ratios
 from transformer_stability.apjn.claims import CLAIMS
+from transformer_stability.apjn.claims._common import (
+    AGREEMENT,
+    ASYMPTOTICS,
+    CURVES,
+    DEPTH,
+    END_TO_END,
+    FINITE_N,
+    FINITE_N_COMPARE,
+    PAIRS,
+    RATIOS,
+    TRAINABILITY,
+    WIDTH_EXCESS,
+    WIDTH_SLOPES,
+    WINDOWS,
+    _labelled,
+)
+from transformer_stability.apjn.claims.depth_exponent import A2_STATISTIC, attention_exponent
+from transformer_stability.apjn.claims.finite_n import closure_fold_error
+from transformer_stability.apjn.claims.growth_laws import (
+    A4_STATISTIC,
+    depth_laws,
+    expected_share,
+    law_residuals,
+)
+from transformer_stability.apjn.claims.natural_images import A3_STATISTIC, image_agreement
+from transformer_stability.apjn.claims.recursions import (
+    A1_STATISTIC,
+    permsym_recursions,
+    token_statistics,
+)
+from transformer_stability.apjn.claims.tuning import (
+    A5_STATISTIC,
+    factor_levels,
+    init_and_tuning,
+    tuning_effects,
+)
 from transformer_stability.apjn.closures import closure_apjn, finite_n_comparison
 from transformer_stability.apjn.tables import (
     AgreementMeans,
@@ -33,7 +68,12 @@ from transformer_stability.apjn.tables import (
     WidthExcess,
     WidthSlopes,
 )
-from transformer_stability.apjn.tuning import factor_effects, matched_pairs, rate_windows
+from transformer_stability.apjn.tuning import (
+    TOLERANCE,
+    factor_effects,
+    matched_pairs,
+    rate_windows,
+)
 from transformer_stability.claims import NOT_RUN, VERDICTS, Claims, claims_tables, findings
 from transformer_stability.io import read_table
 from transformer_stability.provenance import with_provenance
@@ -114,14 +154,13 @@ def a1(rows: list[dict], apjn=(1.01, 1.0, 1.02)):
     """A.1 on `rows` of measured_curves.csv, with the APJN GMFE `apjn` (point, lo, hi) in
     agreement_means.csv for every variant and direction."""
     means = table(AgreementMeans, agreement_rows(apjn, "equiangular"))
-    return claims.permsym_recursions({claims.CURVES: table(MeasuredCurves, rows),
-                                      claims.AGREEMENT: means}, SECTION)  # fmt: skip
+    return permsym_recursions({CURVES: table(MeasuredCurves, rows), AGREEMENT: means}, SECTION)
 
 
 def test_a1_holds_when_every_interval_lies_within_the_recursion():
     finding = a1(curve_rows())
     assert finding.verdict == HOLDS
-    assert finding.statistic == claims.A1_STATISTIC
+    assert finding.statistic == A1_STATISTIC
     assert len(finding.terms) == 2 * 2 + 2 + 2  # APJN per variant and direction; q, p/q each
     assert finding.value.startswith("APJN GMFE worst 1.01 [1, 1.02] (pre-LN, backward)")
     assert "q GMFE worst 1 [1, 1.02] (" in finding.value
@@ -174,8 +213,8 @@ def test_a1_not_run_without_permutation_symmetric_input():
 
 
 def test_token_statistics_average_before_comparing():
-    curves = claims._labelled(pd.DataFrame(curve_rows(q=(0.9, 1.1), rho=(0.0, 0.02))))
-    stats = claims.token_statistics(curves[curves["direction"] == "forward"])
+    curves = _labelled(pd.DataFrame(curve_rows(q=(0.9, 1.1), rho=(0.0, 0.02))))
+    stats = token_statistics(curves[curves["direction"] == "forward"])
     assert stats[("q GMFE", "pre-LN")] == pytest.approx(1.0)
     # p/q of the averaged curve: the q-weighted mean of the two shifts, 0.011
     assert stats[("p/q gap", "Derf α=1")] == pytest.approx(0.011)
@@ -243,18 +282,18 @@ def compare_rows() -> list[dict]:
 
 def a2(fitted=(0.7, 0.8, np.nan), exponents=(0.69, 0.71), depths=range(1, 17), finite_n=None):
     tables = {
-        claims.ASYMPTOTICS: table(Asymptotics, asymptotic_rows(fitted)),
-        claims.END_TO_END: table(EndToEnd, depth_rows(exponents, 0.7, depths)),
-        claims.FINITE_N: table(FiniteN, finite_n or finite_n_rows()),
-        claims.FINITE_N_COMPARE: table(FiniteNCompare, compare_rows()),
+        ASYMPTOTICS: table(Asymptotics, asymptotic_rows(fitted)),
+        END_TO_END: table(EndToEnd, depth_rows(exponents, 0.7, depths)),
+        FINITE_N: table(FiniteN, finite_n or finite_n_rows()),
+        FINITE_N_COMPARE: table(FiniteNCompare, compare_rows()),
     }
-    return claims.attention_exponent(tables, SECTION)
+    return attention_exponent(tables, SECTION)
 
 
 def test_a2_holds_when_the_exponent_follows_the_attention_law():
     finding = a2()
     assert finding.verdict == HOLDS
-    assert finding.statistic == claims.A2_STATISTIC
+    assert finding.statistic == A2_STATISTIC
     assert "recursion 0.7 (N = 4), 0.8 (N = 16) (no window within the theory depth for N = 64)" in (
         finding.value
     )
@@ -313,7 +352,7 @@ def test_closure_fold_error_takes_the_worst_block_of_the_better_closure():
         "n_tokens": 4, "init_seed": [0, 1] * 4, "closure": ["exact"] * 4 + ["released"] * 4,
         "block": [8, 8, 16, 16] * 2, "ratio": [1.0, 1.02, 0.9, 0.9, 1.2, 1.2, 1.05, 1.07],
     })  # fmt: skip
-    assert claims.closure_fold_error(ratios)[4] == pytest.approx(1 / 0.9)
+    assert closure_fold_error(ratios)[4] == pytest.approx(1 / 0.9)
 
 
 def test_a2_not_run_without_a_fit_window_enough_measured_depths_or_identical_tokens():
@@ -387,11 +426,11 @@ def excess_rows() -> list[dict]:
 
 def a3(gram=(1.03, 1.02, 1.04), slope=(-0.7, -0.8, -0.6), input_kind="images", worse=0.0):
     tables = {
-        claims.AGREEMENT: table(AgreementMeans, agreement_rows(gram, input_kind, worse)),
-        claims.WIDTH_EXCESS: table(WidthExcess, excess_rows()),
-        claims.WIDTH_SLOPES: table(WidthSlopes, slope_rows(slope)),
+        AGREEMENT: table(AgreementMeans, agreement_rows(gram, input_kind, worse)),
+        WIDTH_EXCESS: table(WidthExcess, excess_rows()),
+        WIDTH_SLOPES: table(WidthSlopes, slope_rows(slope)),
     }
-    return claims.image_agreement(tables, SECTION)
+    return image_agreement(tables, SECTION)
 
 
 def test_a3_holds_when_the_image_curves_agree_and_the_mismatch_falls_with_width():
@@ -408,7 +447,7 @@ def test_a3_holds_when_the_image_curves_agree_and_the_mismatch_falls_with_width(
     slope = terms(finding)["width slope, pre-LN, forward"].estimate
     assert (slope.point, slope.lo, slope.hi, slope.units) == (-0.7, -0.8, -0.6, 3)
     assert slope.basis == "bootstrap over the initializations of each width"
-    assert finding.statistic == claims.A3_STATISTIC
+    assert finding.statistic == A3_STATISTIC
 
 
 def test_a3_names_the_worst_curve():
@@ -463,14 +502,14 @@ LAW_CURVES = {
 @pytest.mark.parametrize("law", sorted(LAW_CURVES))
 def test_law_residuals_single_out_the_law_that_made_the_curve(law):
     depth = np.geomspace(100, 10_000, 30)
-    residuals = claims.law_residuals(depth, LAW_CURVES[law](depth))
+    residuals = law_residuals(depth, LAW_CURVES[law](depth))
     assert residuals[law] < 1e-9 < min(r for name, r in residuals.items() if name != law)
 
 
 def test_expected_share_divides_by_the_best_rival():
     residuals = {"power law": 0.2, "stretched exponential": 0.4, "exponential": 0.8}
-    assert claims.expected_share(residuals, "power law") == 0.5
-    assert claims.expected_share(residuals, "exponential") == 4.0
+    assert expected_share(residuals, "power law") == 0.5
+    assert expected_share(residuals, "exponential") == 4.0
 
 
 def theory_depth_rows(laws: dict[str, str], points: int = 40, depths=None) -> list[dict]:
@@ -498,10 +537,10 @@ EXPECTED = {"ln": "power law", "derf": "stretched exponential", "dyt": "stretche
 
 def a4(laws: dict[str, str], points: int = 40, depths=None):
     tables = {
-        claims.DEPTH: table(TheoryDepth, theory_depth_rows(laws, points, depths)),
-        claims.ASYMPTOTICS: table(Asymptotics, asymptotic_rows((0.7,)) + [STRETCH]),
+        DEPTH: table(TheoryDepth, theory_depth_rows(laws, points, depths)),
+        ASYMPTOTICS: table(Asymptotics, asymptotic_rows((0.7,)) + [STRETCH]),
     }
-    return claims.depth_laws(tables, SECTION)
+    return depth_laws(tables, SECTION)
 
 
 def test_a4_holds_when_each_norm_follows_its_law():
@@ -538,7 +577,7 @@ def test_a4_not_run_with_too_few_deep_depths():
 def test_a4_terms_hold_below_a_ratio_of_1():
     finding = a4(EXPECTED)
     assert {t.criterion.text for t in finding.terms} == {"< 1"}
-    assert finding.statistic == claims.A4_STATISTIC
+    assert finding.statistic == A4_STATISTIC
 
 
 # --- A.5 -----------------------------------------------------------------------------------
@@ -600,16 +639,16 @@ def a5_tables(rows: list[dict], derf_powers=(4.0, 4.0)) -> dict[str, pd.DataFram
     runs = table(Trainability, rows)
     windows = rate_windows(runs)
     return {
-        claims.END_TO_END: table(EndToEnd, sensitivity_rows(derf_powers)),
-        claims.RATIOS: table(SensitivityRatios, ratio_rows()),
-        claims.TRAINABILITY: runs,
-        claims.WINDOWS: table(TuningWindows, windows.to_dict("records")),
-        claims.PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
+        END_TO_END: table(EndToEnd, sensitivity_rows(derf_powers)),
+        RATIOS: table(SensitivityRatios, ratio_rows()),
+        TRAINABILITY: runs,
+        WINDOWS: table(TuningWindows, windows.to_dict("records")),
+        PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
     }
 
 
 def a5(derf_powers=(4.0, 4.0), **train):
-    return claims.init_and_tuning(a5_tables(train_rows(**train), derf_powers), SECTION)
+    return init_and_tuning(a5_tables(train_rows(**train), derf_powers), SECTION)
 
 
 def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
@@ -663,7 +702,7 @@ def test_a5_pre_ln_window_narrowed_by_a_rate_contradicts_it():
     for row in rows:
         if row["norm"] == "ln" and row["depth"] == 4 and row["lr"] == RATES[1]:
             row["final_loss"] = 1.2
-    window = terms(claims.init_and_tuning(a5_tables(rows), SECTION))["window change, pre-LN depth"]
+    window = terms(init_and_tuning(a5_tables(rows), SECTION))["window change, pre-LN depth"]
     assert (window.estimate.point, window.verdict) == (-1.0, FAILS)
 
 
@@ -671,22 +710,22 @@ def test_tuning_effects_agree_with_factor_effects_on_the_table():
     """The bootstrap's statistic on the unresampled table is tuning.factor_effects of
     tuning.rate_windows."""
     runs = pd.DataFrame(train_rows(derf_rise=(0.1, 0.3, 0.5), ln_rise=(0.0, 0.05, 0.2)))
-    stats = claims.tuning_effects(runs)
+    stats = tuning_effects(runs)
     expected = factor_effects(rate_windows(runs))
-    levels = claims.factor_levels(runs)
+    levels = factor_levels(runs)
     assert len(stats) == 3 * len(expected) == 3 * len(levels) == 15
     for row in expected.itertuples(index=False):
         assert levels[(row.norm, row.factor)] == (row.low, row.high)
         assert stats[("window", row.norm, row.factor)] == pytest.approx(row.window_change)
         assert stats[("best", row.norm, row.factor)] == pytest.approx(row.best_change)
-        either = max(-row.window_change, row.best_change / claims.TOLERANCE)
+        either = max(-row.window_change, row.best_change / TOLERANCE)
         assert stats[("sensitivity", row.norm, row.factor)] == pytest.approx(either)
 
 
 def test_tuning_effects_count_a_never_trained_configuration_as_infinitely_worse():
     runs = pd.DataFrame(train_rows())
     runs.loc[runs["norm"].eq("derf") & runs["depth"].eq(4), "diverged"] = True
-    stats = claims.tuning_effects(runs)
+    stats = tuning_effects(runs)
     assert stats[("best", "derf", "depth")] == np.inf
     assert stats[("window", "derf", "depth")] == -1.0  # one rate within 10 % before, none after
     assert stats[("sensitivity", "derf", "depth")] == np.inf
@@ -698,7 +737,7 @@ def test_tuning_effects_compare_only_configurations_trained_at_both_levels():
     multiplier's comparison at α₀ 2 out, and α₀'s at multiplier 4."""
     runs = pd.DataFrame(train_rows(derf_rise=(0.2, 0.2, 0.2)))
     kept = ~(runs["alpha"].eq(2.0) & runs["attn_mult"].eq(4.0))
-    stats = claims.tuning_effects(runs[kept])
+    stats = tuning_effects(runs[kept])
     expected = factor_effects(rate_windows(runs[kept])).set_index(["norm", "factor"])
     for (norm, factor), row in expected.iterrows():
         assert stats[("best", norm, factor)] == pytest.approx(row["best_change"])
@@ -721,9 +760,7 @@ def test_a5_value_gives_each_part_in_order():
 
 
 def test_a5_states_its_grid_of_rates():
-    assert a5().statistic == claims.A5_STATISTIC.format(
-        rates=3, low="0.001", high="0.01", tolerance="10%"
-    )
+    assert a5().statistic == A5_STATISTIC.format(rates=3, low="0.001", high="0.01", tolerance="10%")
     assert "(rates of 3, 0.001 to 0.01, whose mean final loss over seeds is within 10% of" in (
         a5().statistic
     )
@@ -736,7 +773,7 @@ def test_statistics_on_grids_with_empty_cells_raise_no_numpy_warnings():
     runs.loc[runs["norm"].eq("derf") & runs["depth"].eq(4), "diverged"] = True
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        claims.tuning_effects(runs)
+        tuning_effects(runs)
         assert a5().verdict == HOLDS
 
 
@@ -755,15 +792,15 @@ def test_every_sampled_table_names_its_units_and_they_are_its_columns():
             assert path in spec.tables
             assert set(units) <= set(columns_of(table_model(f"results/{path}")))
     assert {s.id: set(s.units) for s in CLAIMS} == {
-        "A.1": {claims.CURVES}, "A.2": {claims.END_TO_END, claims.FINITE_N}, "A.3": set(),
-        "A.4": set(), "A.5": {claims.END_TO_END, claims.TRAINABILITY},
+        "A.1": {CURVES}, "A.2": {END_TO_END, FINITE_N}, "A.3": set(),
+        "A.4": set(), "A.5": {END_TO_END, TRAINABILITY},
     }  # fmt: skip
 
 
 def test_claims_tables_carry_each_term_with_its_interval():
     tables = {
-        claims.DEPTH: table(TheoryDepth, theory_depth_rows(EXPECTED)),
-        claims.ASYMPTOTICS: table(Asymptotics, asymptotic_rows((0.7,)) + [STRETCH]),
+        DEPTH: table(TheoryDepth, theory_depth_rows(EXPECTED)),
+        ASYMPTOTICS: table(Asymptotics, asymptotic_rows((0.7,)) + [STRETCH]),
     }
     spec = next(s for s in CLAIMS if s.id == "A.4")
     rows, term_rows = claims_tables(findings([spec], tables, SECTION))

@@ -52,8 +52,8 @@ def test_a_shared_module_imports_no_study(path):
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_a_study_imports_no_other_study_nor_the_registry(study):
-    for path in sorted((PACKAGE / study).glob("*.py")):
-        assert _studies_in(_imported(path, _package(path))) <= {study}, path.name
+    for path in sorted((PACKAGE / study).rglob("*.py")):
+        assert _studies_in(_imported(path, _package(path))) <= {study}, path.relative_to(PACKAGE)
 
 
 def test_the_checker_sees_a_study_import(tmp_path):

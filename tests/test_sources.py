@@ -31,6 +31,13 @@ def test_closures_follow_imports_transitively():
     assert "apjn/training.py" not in curves
 
 
+def test_table_models_are_left_out_of_closures_in_a_package_too():
+    """Study A's models are a package: importing one of its modules directly still adds no
+    model to a closure, so tightening a model reruns nothing."""
+    closure = module_closure("transformer_stability.apjn.tables.measured")
+    assert closure and not [name for name in closure if "tables" in name.split(".")]
+
+
 @pytest.mark.parametrize(
     ("script", "not_imported"),
     [

@@ -1,4 +1,4 @@
-"""Tables checked against their models on write and on read (each study's tables.py, io.py): a
+"""Tables checked against their models on write and on read (each study's tables, io.py): a
 truncated, empty or hand-edited table is refused with a message naming the file, every problem,
 the rule that rebuilds it and the `--forcerun` fix; a computing bug fails before anything is
 written; every model accepts what the pipeline writes, and no table has a column its model
@@ -131,7 +131,8 @@ def test_editing_a_model_reruns_no_job():
     for script in (ROOT / "workflow" / "scripts").glob("*.py"):
         sources = script_sources(script)
         names = {Path(p).name for p in sources}
-        assert not names & {"tables.py", "registry.py"}, script
+        in_tables_package = [p for p in sources if Path(p).parent.name == "tables"]
+        assert not names & {"tables.py", "registry.py"} and not in_tables_package, script
     # the modules that compute tables (theory_tables.py, measured_tables.py, ...) are inputs
     assert any(Path(p).name == "measured_tables.py" for p in script_sources(CURVES_SCRIPT))
 

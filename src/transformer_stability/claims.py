@@ -1,5 +1,5 @@
 """The claims of the three abstracts as a product of the run: each study states its claims once
-(`<study>/claims.py`: a `ClaimSpec` per sentence-level claim, with the tables that test it and
+(`<study>/claims`: a `ClaimSpec` per sentence-level claim, with the tables that test it and
 the criterion), and the `claims` rule evaluates them on the run's tables into
 results/claims.csv (one row per claim) and results/claim_terms.csv (one row per term of a
 claim's criterion, with its interval). Nothing in those tables is typed: the statistics, their

@@ -18,12 +18,13 @@ PACKAGE = "transformer_stability"
 
 
 # Modules that check what a job reads and writes but never compute it: the table models (the
-# shared `tables` and each study's `tables`), which every job that writes a table imports, and
-# the registry that finds them by path (which would otherwise pull in every figure module).
-# They are left out of the closures, so that tightening a model does not rerun every
-# measurement; the tables already written are checked again by the jobs that read them.
+# shared `tables` and each study's `tables`, a module or a package of them), which every job
+# that writes a table imports, and the registry that finds them by path (which would otherwise
+# pull in every figure module). They are left out of the closures, so that tightening a model
+# does not rerun every measurement; the tables already written are checked again by the jobs
+# that read them.
 def _checks_only(name: str) -> bool:
-    return name == f"{PACKAGE}.registry" or name.rsplit(".", 1)[-1] == "tables"
+    return name == f"{PACKAGE}.registry" or "tables" in name.split(".")[1:]
 
 
 @cache

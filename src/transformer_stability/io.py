@@ -1,5 +1,5 @@
 """Atomic writes: an interrupted job never leaves a half-written table or figure behind. A table
-written or read with its model (a study's `tables.py`) is checked against it: a computing bug
+written or read with its model (a study's `tables` module) is checked against it: a computing bug
 fails before anything is written, a truncated or hand-edited table stops the job reading it."""
 
 from __future__ import annotations

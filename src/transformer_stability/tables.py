@@ -1,6 +1,6 @@
 """The shared layer of the tidy tables under results/: the base of every study's table model, the
 provenance columns every table ends with, a sweep's chunk table, and pandera's failure cases
-turned into short lines. Knows no study: each study states its tables in its own `tables.py`
+turned into short lines. Knows no study: each study states its tables in its own `tables` module
 (one pandera DataFrameModel per table) and `registry.py` finds them by path.
 
 A model states its columns in order with their dtype, range, allowed values, whether NaN is

@@ -1,5 +1,5 @@
 # The claims of the three abstracts, each tested on the run's tables by the study that states it
-# (transformer_stability/<study>/claims.py): results/claims.csv, every term of every criterion with
+# (transformer_stability/<study>/claims): results/claims.csv, every term of every criterion with
 # its interval (results/claim_terms.csv), and the HTML table the report's landing page opens on
 # (results/report/claims.html; `make report` renders it again).
 

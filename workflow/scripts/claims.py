@@ -1,5 +1,5 @@
 """Rule claims: every claim of the three abstracts tested on the run's tables
-(transformer_stability/claims.py; each study states its claims in `<study>/claims.py`)."""
+(transformer_stability/claims.py; each study states its claims in `<study>/claims`)."""
 
 from pathlib import Path
 

@@ -1,0 +1,92 @@
+"""The training runs' tables: one row per run, and per configuration its best loss, its window
+of learning rates and the pairs matched in ln J^{L,0}."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandera.pandas as pa
+from pandera.typing import Series
+
+from transformer_stability.apjn.tables._common import Ids, _alpha, _norm
+from transformer_stability.tables import INF, Table
+
+
+class Trainability(Ids):
+    """One row per training run."""
+
+    width: Series[int] = pa.Field(ge=1, description="the model width")
+    depth: Series[int] = pa.Field(ge=1, description="the depth L")
+    init_std: Series[float] = pa.Field(gt=0, description="the weights' initial std")
+    lr: Series[float] = pa.Field(gt=0, description="the learning rate")
+    dataset: Series[str] = pa.Field(isin=("textures", "cifar100"), description="the data")
+    train_seed: Series[int] = pa.Field(ge=0, description="the run's seed")
+    steps: Series[int] = pa.Field(
+        ge=0, description="steps run; diverged: the step its loss or gradient turned non-finite"
+    )
+    final_loss: Series[float] = pa.Field(ge=0, nullable=True, description="NaN: diverged")
+    train_accuracy: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="NaN: diverged")
+    test_accuracy: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="NaN: diverged")
+    diverged: Series[bool] = pa.Field(description="whether the loss or gradient turned non-finite")
+    loss_spikes: Series[int] = pa.Field(
+        ge=0, description="times the smoothed loss rose above 1.5 x its lowest value so far"
+    )
+    grad_blowups: Series[int] = pa.Field(
+        ge=0, description="steps whose gradient norm exceeded 10 x its running mean"
+    )
+    theory_log_apjn: Series[float] = pa.Field(description="ln J^{L,0} of the model at init")
+    measured_log_apjn: Series[float] = pa.Field(description="its Hutchinson estimate")
+
+    class Config:
+        metadata = {"path": "apjn/trainability.csv", "rule": "gather"}
+
+
+class TuningWindows(Table):
+    """One row per trained configuration: the best loss over rates and its window
+    (apjn/tuning.py)."""
+
+    norm: Series[str] = _norm()
+    alpha: Series[float] = _alpha()
+    attn_mult: Series[float] = pa.Field(gt=0, description="the init multiplier (= mlp_mult)")
+    depth: Series[int] = pa.Field(ge=1, description="the depth L")
+    log_apjn: Series[float] = pa.Field(description="theory ln J^{L,0} at init, mean over seeds")
+    best_loss: Series[float] = pa.Field(
+        ge=0, metadata=INF, description="lowest mean final loss over rates; inf: none trained"
+    )
+    best_lr: Series[float] = pa.Field(gt=0, nullable=True, description="its rate; NaN: none")
+    window_rates: Series[int] = pa.Field(
+        ge=0, description="rates whose mean final loss is within 10 % of the best"
+    )
+    window_decades: Series[float] = pa.Field(ge=0, description="log10 of their largest/smallest")
+    rates: Series[int] = pa.Field(ge=1, description="rates trained")
+    runs: Series[int] = pa.Field(ge=1, description="runs (rates x seeds)")
+    diverged: Series[int] = pa.Field(ge=0, description="runs with a non-finite loss or gradient")
+    loss_spikes: Series[int] = pa.Field(ge=0, description="loss spikes over all runs")
+    grad_blowups: Series[int] = pa.Field(ge=0, description="gradient-norm blow-ups over all runs")
+
+    class Config:
+        metadata = {"path": "apjn/tuning_windows.csv", "rule": "apjn_tuning"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """Every (norm, α₀) of the grid, pre-LN once, at every multiplier and depth."""
+        train = config["apjn"]["train"]
+        variants = 1 + len(train["norms"]) * len(train["alphas"])
+        return variants * len(train["mults"]) * len(set(train["depths"]))
+
+
+class MatchedPairs(Table):
+    """Pairs of configurations with ln J^{L,0} within 0.1 of each other (apjn/tuning.py)."""
+
+    first: Series[str] = pa.Field(description="one configuration: norm, alpha, mult, depth")
+    second: Series[str] = pa.Field(description="the other")
+    log_apjn_first: Series[float] = pa.Field(description="its theory ln J^{L,0}")
+    log_apjn_second: Series[float] = pa.Field(description="the other's")
+    best_loss_first: Series[float] = pa.Field(ge=0, metadata=INF, description="its best loss")
+    best_loss_second: Series[float] = pa.Field(ge=0, metadata=INF, description="the other's")
+    window_rates_first: Series[int] = pa.Field(ge=0, description="its window (rates)")
+    window_rates_second: Series[int] = pa.Field(ge=0, description="the other's")
+
+    class Config:
+        metadata = {"path": "apjn/matched_pairs.csv", "rule": "apjn_tuning"}
