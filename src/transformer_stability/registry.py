@@ -1,7 +1,7 @@
 """The one place that assembles the studies: each study declares what the pipeline needs of it
 in its `pipeline.py` (a `Study`), and the workflow, the report, the tests and the README follow
-this registry (figures by name, sweeps by rule, tables by their path below results/). The shared
-modules (config, io, sweeps, jobs, report, plotting) know no study."""
+this registry (figures by name, sweeps by rule, tables by their path below results/). The
+shared modules (config, io, sweeps, sweep_jobs, table_jobs, report, plotting) know no study."""
 
 from __future__ import annotations
 
