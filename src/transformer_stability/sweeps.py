@@ -52,7 +52,8 @@ T = TypeVar("T", bound=Item)
 @dataclass(frozen=True)
 class Sweep:
     """One sweep, declared once in its study: workflow/rules/sweeps.smk makes its chunk rule
-    (named `rule`, which is also its `scattergather` name) and one gather job per table.
+    (named `rule`, which is also its `scattergather` name, running workflow/scripts/<rule>.py)
+    and one gather job per table.
 
     `items` builds the items from the study's config section and the run's seed; `tables` maps
     each output of a chunk job (the keys of what `script`'s table function returns, for a chunk
@@ -66,13 +67,17 @@ class Sweep:
     """
 
     rule: str
-    script: str
     items: Callable[[Mapping[str, Any], int], Sequence[Item]]
     tables: Mapping[str, type[Table]]
     settings: tuple[str, ...]
     gpu: bool = True
     inputs: Callable[[Mapping[str, Any]], list[str]] = field(default=lambda section: [])
     work: Callable[[Any], Work] | None = None
+
+    @property
+    def script(self) -> str:
+        """The chunk rule's script, named as the rule."""
+        return f"{self.rule}.py"
 
     def gathered(self, output: str) -> str:
         """The table `output` is gathered into, below results/ and without its suffix

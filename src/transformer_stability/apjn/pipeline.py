@@ -51,7 +51,6 @@ _THEORY = (*_MODEL, "apjn.variants", "apjn.theory")
 SWEEPS = (
     Sweep(
         "apjn_curves",
-        "apjn_curves.py",
         curve_items,
         {"table": MeasuredCurves},
         work=curve_work,
@@ -67,7 +66,6 @@ SWEEPS = (
     ),
     Sweep(
         "apjn_width",
-        "apjn_width.py",
         width_items,
         {"table": WidthAgreement},
         work=width_work,
@@ -75,7 +73,6 @@ SWEEPS = (
     ),
     Sweep(
         "apjn_end_to_end",
-        "apjn_end_to_end.py",
         end_to_end_items,
         {"table": EndToEnd},
         work=end_to_end_work,
@@ -92,7 +89,6 @@ SWEEPS = (
     ),
     Sweep(
         "apjn_finite_n",
-        "apjn_finite_n.py",
         finite_n_items,
         {"table": FiniteN},
         work=finite_n_work,
@@ -100,7 +96,6 @@ SWEEPS = (
     ),
     Sweep(
         "apjn_train",
-        "apjn_train.py",
         train_items,
         {"table": Trainability},
         work=train_work,

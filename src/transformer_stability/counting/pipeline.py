@@ -37,7 +37,6 @@ SWEEPS = (
     # LPs and float64 grid checks: the theory never uses the GPU
     Sweep(
         "counting_theory",
-        "counting_theory.py",
         theory_items,
         {
             "theory": BminTheory,
@@ -49,7 +48,6 @@ SWEEPS = (
     ),
     Sweep(
         "counting_training",
-        "counting_training.py",
         train_items,
         {"table": Training},
         work=train_work,

@@ -35,7 +35,6 @@ _MODELS = ("seed", "numerics.models", "numerics.training")
 SWEEPS = (
     Sweep(
         "numerics_gpt2",
-        "numerics_gpt2.py",
         group_items,
         {"errors": Gpt2Errors, "recursion": Gpt2Recursion},
         settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
@@ -44,7 +43,6 @@ SWEEPS = (
     ),
     Sweep(
         "numerics_sources",
-        "numerics_sources.py",
         sources_items,
         {"table": RecursionSources},
         settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
@@ -54,7 +52,6 @@ SWEEPS = (
     # a few norms of the weights: on the CPU
     Sweep(
         "numerics_weights",
-        "numerics_weights.py",
         weights_items,
         {"table": Gpt2Weights},
         settings=_MODELS,
@@ -63,7 +60,6 @@ SWEEPS = (
     ),
     Sweep(
         "numerics_attention",
-        "numerics_attention.py",
         attention_items,
         {"table": AttentionSinks},
         settings=("device", *_MODELS, "numerics.inputs"),
