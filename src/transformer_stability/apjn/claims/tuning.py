@@ -215,7 +215,7 @@ CLAIM = ClaimSpec(
     "correlation with ln J^{L,0} says whether the theory's APJN carries the effect beyond "
     "the design factors, and measured/theory over the sensitivity sweeps whether the "
     "theory describes the spread (context)",
-    figure="A7",
+    figure="A5, A7",
     tables=(END_TO_END, RATIOS, TRAINABILITY, WINDOWS, PAIRS),
     test=init_and_tuning,
     units={END_TO_END: ("init_seed",), TRAINABILITY: ("train_seed",)},
