@@ -26,5 +26,6 @@ rule figure:
         "../../envs/pipeline.yaml"
     params:
         caption=figure_caption,
+        module=lambda wildcards: FIGURES[wildcards.figure].plot.__module__,
     script:
         "../scripts/figure.py"
