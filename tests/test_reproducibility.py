@@ -1,6 +1,6 @@
-"""Determinism and resume, end to end: a second run of the tiny config from scratch writes the
-same tables as the tiny run, and a run killed in the middle leaves nothing a rerun trusts and
-resumes."""
+"""Determinism and resume, end to end: sweeps recut into other chunks write the same tables as
+the tiny run, every table records its provenance, and a run killed in the middle leaves nothing a
+rerun trusts and resumes."""
 
 import contextlib
 import os
@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -27,31 +28,53 @@ from transformer_stability.registry import SWEEPS
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
 
-@pytest.mark.slow
-def test_a_second_run_from_scratch_in_one_chunk_per_sweep_writes_identical_tables(
-    tmp_path, tiny_run
-):
-    """The second run makes every table of the first (the figures write none, so their jobs are
-    left out), each sweep in one chunk instead of the tiny run's two: the tables depend neither
-    on the run nor on how its sweeps were cut into jobs. (The chunks' own tables, under
-    items/, are named by the cut.)"""
-    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
-    first = {k: v for k, v in result_tables(tiny_run.workdir).items() if "/items/" not in k}
-    assert not [name for name in first if name.startswith("results/figures/")]
-    one_chunk = [f"{name}=1" for name in SWEEPS]
-    args = ["--cores", TINY_CORES, "--configfile", TINY, "--set-scatter", *one_chunk]
-    second = run_snakemake(tmp_path, *args, "--", *first)
-    assert second.returncode == 0, second.stderr[-3000:]
-    chunks = [rule for rule, wildcards in announced_jobs(second.stderr) if "chunk" in wildcards]
-    assert sorted(chunks) == sorted(SWEEPS)  # one job per sweep
-    again = {k: v for k, v in result_tables(tmp_path).items() if "/items/" not in k}
-    assert sorted(first) == sorted(again)
-    differing = [name for name in first if first[name] != again[name]]
-    assert not differing, f"tables differ between two runs from scratch: {differing}"
+# Sweeps recut into one chunk (the tiny run cuts each in two) and rerun alone, in a copy of the
+# tiny run: two whose jobs are cheap and whose cut matters. Study C's training puts one item in
+# its first chunk and three in its second, so one chunk trains them in another order and after
+# another item in the same process; Study N's GPT-2 runs interleave the models' items by cost and
+# write two tables per chunk, so one chunk builds each model once for all its items.
+RECUT = ("counting_training", "numerics_gpt2")
 
-    # every table says how it was made
-    for name in first:
-        header = set(first[name].split(b"\n", 1)[0].decode().split(","))
+
+@pytest.mark.slow
+def test_a_sweep_recut_into_one_chunk_writes_identical_tables(tmp_path, tiny_run):
+    """In a copy of the tiny run without the RECUT sweeps' chunk and gathered tables, their
+    gathered tables are remade with each sweep in one chunk instead of two: one chunk job per
+    sweep, nothing upstream reruns, and the tables equal the tiny run's byte for byte, so they
+    depend neither on the run nor on how its sweeps were cut into jobs. (The chunks' own
+    tables, under items/, are named by the cut.)"""
+    workdir = copy_of_run(tiny_run, tmp_path / "run")
+    reference = result_tables(tiny_run.workdir)
+    tables = []
+    for rule in RECUT:
+        for output, table in SWEEPS[rule].tables.items():
+            items = workdir / Path(SWEEPS[rule].chunk_table(output)).parent
+            assert len(list(items.glob("*.csv"))) == 2, items  # the tiny run's cut
+            shutil.rmtree(items)
+            tables.append(f"results/{table}.csv")
+            (workdir / tables[-1]).unlink()
+    args = ["--cores", TINY_CORES, "--configfile", TINY]
+    args += ["--set-scatter", *(f"{rule}=1" for rule in RECUT)]
+    recut = run_snakemake(workdir, *args, "--", *tables)
+    assert recut.returncode == 0, recut.stderr[-3000:]
+    jobs = _jobs(recut.stdout + recut.stderr)
+    assert sorted(job for job in jobs if job[0] != "gather") == [
+        (rule, "1-of-1") for rule in sorted(RECUT)
+    ], jobs  # one job per sweep, and no other job
+    assert len(jobs) == len(RECUT) + len(tables)  # and a gather per table
+    differing = [t for t in tables if (workdir / t).read_bytes() != reference[t]]
+    assert not differing, f"tables differ between two cuts of their sweep: {differing}"
+
+
+@pytest.mark.slow
+def test_every_table_of_the_tiny_run_records_its_provenance(tiny_run):
+    """Every table the tiny run writes (the chunks' tables under items/ aside) says how it was
+    made: its seed, device, dtype and package versions."""
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    tables = {k: v for k, v in result_tables(tiny_run.workdir).items() if "/items/" not in k}
+    assert tables and not [name for name in tables if name.startswith("results/figures/")]
+    for name, content in tables.items():
+        header = set(content.split(b"\n", 1)[0].decode().split(","))
         assert header >= PROVENANCE, f"{name} lacks {sorted(PROVENANCE - header)}"
 
 
