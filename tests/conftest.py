@@ -1,12 +1,17 @@
 """Shared paths and helpers for the tests."""
 
+import contextlib
 import copy
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +54,32 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
+# Tests that edit a package module in place (test_reruns) hold this lock exclusively while the
+# edit lasts, every workflow run of the suite holds it shared: under pytest-xdist a run on the
+# other worker would otherwise see the edited module and plan its dependents.
+SOURCES_LOCK = Path(tempfile.gettempdir()) / (
+    f"ts-sources-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}.lock"
+)
+_EDITING = False  # whether this process holds the lock exclusively
+
+
+@contextlib.contextmanager
+def sources_lock(exclusive: bool = False) -> Iterator[None]:
+    """Shared: the package sources stay as committed while it is held; exclusive: nobody else
+    runs the workflow meanwhile (an editing test's own runs go ahead)."""
+    global _EDITING
+    if _EDITING:
+        yield
+        return
+    with open(SOURCES_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        _EDITING = exclusive
+        try:
+            yield
+        finally:
+            _EDITING = False
+
+
 def run_snakemake(
     workdir: Path, *args: str, timeout: int = 900, offline: bool = False
 ) -> subprocess.CompletedProcess:
@@ -57,7 +88,10 @@ def run_snakemake(
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"} if offline else None
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+    with sources_lock():
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
+        )
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,7 @@ def _check_figure(name: str, cases: list[tuple[str, Tables]]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_figure_draws_or_refuses_edge_tables(results, name):
-    cases = shrinkings(_read(results, FIGURES[name].tables))
+    cases = shrinkings(_read(results, FIGURES[name].inputs))
     assert cases
     _check_figure(name, cases)
 
@@ -231,7 +231,7 @@ def shrink_all(tables: Tables, steps: list[tuple[str, int]]) -> Tables:
 )
 @given(steps=SHRINKINGS)
 def test_figure_draws_or_refuses_arbitrary_shrinkings(results, name, steps):
-    tables = shrink_all(_read(results, FIGURES[name].tables), steps)
+    tables = shrink_all(_read(results, FIGURES[name].inputs), steps)
     _check_figure(name, [(repr(steps), tables)])
 
 

@@ -21,9 +21,11 @@ from conftest import (
     copy_of_run,
     result_tables,
     run_snakemake,
+    sources_lock,
 )
 
 from transformer_stability.registry import SWEEPS
+from transformer_stability.tables import result
 
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
@@ -47,11 +49,11 @@ def test_a_sweep_recut_into_one_chunk_writes_identical_tables(tmp_path, tiny_run
     reference = result_tables(tiny_run.workdir)
     tables = []
     for rule in RECUT:
-        for output, table in SWEEPS[rule].tables.items():
+        for output, model in SWEEPS[rule].tables.items():
             items = workdir / Path(SWEEPS[rule].chunk_table(output)).parent
             assert len(list(items.glob("*.csv"))) == 2, items  # the tiny run's cut
             shutil.rmtree(items)
-            tables.append(f"results/{table}.csv")
+            tables.append(result(model))
             (workdir / tables[-1]).unlink()
     args = ["--cores", TINY_CORES, "--configfile", TINY]
     args += ["--set-scatter", *(f"{rule}=1" for rule in RECUT)]
@@ -116,7 +118,7 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args, "--", table]
     log_path = tmp_path / "killed_run.log"
-    with open(log_path, "w") as log:
+    with sources_lock(), open(log_path, "w") as log:
         unbuffered = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the log as Snakemake writes it
         process = subprocess.Popen(
             cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=unbuffered

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, TINY, TINY_CORES, announced_jobs, copy_of_run, run_snakemake
+from conftest import (
+    ROOT,
+    TINY,
+    TINY_CORES,
+    announced_jobs,
+    copy_of_run,
+    run_snakemake,
+    sources_lock,
+)
 
 from transformer_stability.registry import SWEEPS, study_figures
 
@@ -17,15 +25,17 @@ PACKAGE = ROOT / "src" / "transformer_stability"
 @contextlib.contextmanager
 def edited(module: str):
     """The module with one comment line appended (a real content change, which Snakemake
-    checks by checksum), restored byte for byte and with its mtime afterwards."""
+    checks by checksum), restored byte for byte and with its mtime afterwards; no other
+    test's workflow run sees it (conftest.sources_lock)."""
     path = PACKAGE / module
     original, stat = path.read_bytes(), path.stat()
-    try:
-        path.write_bytes(original + b"# an edit\n")
-        yield
-    finally:
-        path.write_bytes(original)
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with sources_lock(exclusive=True):
+        try:
+            path.write_bytes(original + b"# an edit\n")
+            yield
+        finally:
+            path.write_bytes(original)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 def planned(workdir: Path, *configfiles: str) -> list[tuple[str, dict[str, str]]]:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import pytest
 import yaml
-from conftest import ROOT, SCHEMA_PATH, TINY, load_yaml, result_tables
+from conftest import ROOT, SCHEMA_PATH, TINY, load_yaml, result_tables, sources_lock
 
 from transformer_stability.registry import SWEEPS, validate
 
@@ -116,7 +116,8 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
     workdir = tmp_path / "run"
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args, "--", *TARGETS]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
+    with sources_lock():
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-4000:]
 
