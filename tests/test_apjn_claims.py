@@ -32,6 +32,12 @@ from transformer_stability.apjn.claims._common import (
     WINDOWS,
     _labelled,
 )
+from transformer_stability.apjn.claims.careful_tuning import (
+    A5_STATISTIC,
+    factor_levels,
+    init_and_tuning,
+    tuning_effects,
+)
 from transformer_stability.apjn.claims.depth_exponent import A2_STATISTIC, attention_exponent
 from transformer_stability.apjn.claims.finite_n import closure_fold_error
 from transformer_stability.apjn.claims.growth_laws import (
@@ -45,12 +51,6 @@ from transformer_stability.apjn.claims.recursions import (
     A1_STATISTIC,
     permsym_recursions,
     token_statistics,
-)
-from transformer_stability.apjn.claims.tuning import (
-    A5_STATISTIC,
-    factor_levels,
-    init_and_tuning,
-    tuning_effects,
 )
 from transformer_stability.apjn.closures import closure_apjn, finite_n_comparison
 from transformer_stability.apjn.tables import (

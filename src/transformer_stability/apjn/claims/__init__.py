@@ -6,11 +6,11 @@ docs/apjn.md ("Claims") states the same statistics and criteria in words. One mo
 (A.2 and A.5 with a helper module each), assembled here in the abstract's order."""
 
 from transformer_stability.apjn.claims import (
+    careful_tuning,
     depth_exponent,
     growth_laws,
     natural_images,
     recursions,
-    tuning,
 )
 from transformer_stability.claims import ClaimSpec
 
@@ -19,5 +19,5 @@ CLAIMS: tuple[ClaimSpec, ...] = (
     depth_exponent.CLAIM,
     natural_images.CLAIM,
     growth_laws.CLAIM,
-    tuning.CLAIM,
+    careful_tuning.CLAIM,
 )

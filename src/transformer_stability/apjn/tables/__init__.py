@@ -4,13 +4,22 @@ Torch-free: the workflow's gather and figure jobs check tables without the study
 module per group (theory, measured, training, agreement); TABLES keeps the order docs/tables.md
 shows them in."""
 
-from transformer_stability.apjn.tables.agreement import (
+from transformer_stability.apjn.tables.comparisons import (
     Agreement,
     AgreementMeans,
     WidthAgreement,
     WidthExcess,
     WidthFitIds,
     WidthSlopes,
+)
+from transformer_stability.apjn.tables.mean_field import (
+    CLOSURES,
+    Asymptotics,
+    DepthLaws,
+    PrelnCrossovers,
+    PrelnTokens,
+    TheoryCurves,
+    TheoryDepth,
 )
 from transformer_stability.apjn.tables.measured import (
     FINITE_N_INPUTS,
@@ -20,16 +29,7 @@ from transformer_stability.apjn.tables.measured import (
     MeasuredCurves,
     SensitivityRatios,
 )
-from transformer_stability.apjn.tables.theory import (
-    CLOSURES,
-    Asymptotics,
-    DepthLaws,
-    PrelnCrossovers,
-    PrelnTokens,
-    TheoryCurves,
-    TheoryDepth,
-)
-from transformer_stability.apjn.tables.training import (
+from transformer_stability.apjn.tables.trainability import (
     MatchedPairs,
     Trainability,
     TuningWindows,
