@@ -103,14 +103,19 @@ def _jobs(output: str) -> list[tuple[str, str]]:
     return [(rule, wildcards.get("chunk", "")) for rule, wildcards in announced_jobs(output)]
 
 
+# The sweep the kill test interrupts: two cheap chunks in the tiny run, one gathered table.
+KILLED = "counting_training"
+
+
 @pytest.mark.slow
 def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run):
-    """In a copy of the tiny run without the trainability sweep's outputs, the sweep (two
+    """In a copy of the tiny run without the KILLED sweep's outputs, the sweep (two
     chunks, run one after the other) is killed once its first chunk is finished while the second
     runs: no partial table is left, the rerun redoes only the killed chunk, and the gathered
     table equals the uninterrupted reference."""
     workdir = copy_of_run(tiny_run, tmp_path / "run")
-    table, items = "results/apjn/trainability.csv", workdir / "results/apjn/items/trainability"
+    ((output, model),) = SWEEPS[KILLED].tables.items()
+    table, items = result(model), workdir / Path(SWEEPS[KILLED].chunk_table(output)).parent
     chunks = sorted(path.stem for path in items.glob("*.csv"))
     shutil.rmtree(items)
     (workdir / table).unlink()
@@ -124,17 +129,17 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run)
             cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=unbuffered
         )
         deadline = time.monotonic() + 600
-        while "(Rule: apjn_train)" not in log_path.read_text():  # "Finished jobid: n (Rule: ...)"
+        while f"(Rule: {KILLED})" not in log_path.read_text():  # "Finished jobid: n (Rule: ...)"
             assert process.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "the run never finished a training chunk"
             time.sleep(0.01)
         # the second chunk's job has just started: its Python is still importing torch
-        while len(re.findall(r"^(?:local)?rule apjn_train:", log_path.read_text(), re.M)) < 2:
+        while len(re.findall(rf"^(?:local)?rule {KILLED}:", log_path.read_text(), re.M)) < 2:
             assert process.poll() is None, log_path.read_text()[-3000:]
             time.sleep(0.01)
         _kill_tree(process)
 
-    started = [chunk for rule, chunk in _jobs(log_path.read_text()) if rule == "apjn_train"]
+    started = [chunk for rule, chunk in _jobs(log_path.read_text()) if rule == KILLED]
     finished = {path.stem for path in items.glob("*.csv")}
     assert len(started) == 2 and sorted(started) == chunks and started[0] in finished, started
     assert started[1] not in finished, "the killed chunk left an output behind"
@@ -149,7 +154,7 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run)
     rerun = run_snakemake(workdir, *args, "--", table)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     jobs = _jobs(rerun.stdout + rerun.stderr)
-    assert sorted(jobs) == [("apjn_train", started[1]), ("gather", "")], rerun.stdout[-3000:]
+    assert sorted(jobs) == [(KILLED, started[1]), ("gather", "")], rerun.stdout[-3000:]
 
     # what the interrupted-and-resumed run wrote equals the uninterrupted reference run
     assert (workdir / table).read_bytes() == result_tables(tiny_run.workdir)[table]

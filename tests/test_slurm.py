@@ -21,27 +21,22 @@ from transformer_stability.registry import SWEEPS, validate
 SCRIPT = ROOT / "tests" / "slurm" / "local_slurm.sh"
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 # Enough to prove the SLURM path, in few jobs (each job is a Snakemake start and a torch import,
-# and the executor polls squeue at growing intervals): a cheap CPU rule, one GPU sweep (Study N's
-# GPT-2 runs: one job per item, as the profile's set-scatter asks, so that GPU jobs can run side
-# by side) and local plot and gather rules. The other GPU sweeps take the same path: the profile
-# gives every GPU rule its GPU and partition the same way (test_workflow.py checks that each is
-# planned with its resources on the cluster profile).
-TARGETS = [
-    "results/figures/apjn_theory_curves.pdf",
-    "results/figures/numerics_alpha.pdf",
-]
+# and the executor polls squeue at growing intervals): one job of each resource class. A cheap
+# CPU rule with its local figure, and one GPU sweep with its local gather: Study C's training,
+# one job per item as the profile's set-scatter asks (so that GPU jobs can run side by side),
+# with nothing upstream. The other GPU sweeps take the same path: the profile gives every GPU rule
+# its GPU and partition the same way (test_workflow.py checks that each is planned with its
+# resources on the cluster profile).
+FIGURE = "results/figures/apjn_theory_curves.pdf"
+TARGETS = [FIGURE, "results/counting/training.csv"]
 SUBMITTED = {  # rule -> partition it must be submitted to, and whether it asks for a GPU
     "apjn_theory_curves": ("cpu", False),
-    "numerics_gpt2": ("gpu", True),
-    # the tiny preset's trained model, which the GPT-2 runs read: its text and tokenizer, then
-    # its training, both CPU jobs
-    "numerics_tokenizer": ("cpu", False),
-    "numerics_train": ("cpu", False),
+    "counting_training": ("gpu", True),
 }
 LOCAL = {"figure", "gather"}
 TABLES = [
     "results/apjn/theory_curves.csv",
-    "results/numerics/gpt2_errors.csv",
+    "results/counting/training.csv",
 ]
 NODE_MEM_MB = 2000  # memory requests are capped at this on the one-node test cluster
 
@@ -133,8 +128,8 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
             assert ("gres:gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)
         assert (workdir / ".snakemake/slurm_logs" / f"rule_{rule}").is_dir()
     tiny = validate(load_yaml(ROOT / "tests/configs/tiny.yaml"), SCHEMA_PATH)
-    items = SWEEPS["numerics_gpt2"].items(tiny["numerics"], tiny["seed"])
-    assert len(jobs["numerics_gpt2"]) == len(items) > 1
+    items = SWEEPS["counting_training"].items(tiny["counting"], tiny["seed"])
+    assert len(jobs["counting_training"]) == len(items) > 1
     gpu_jobs = [job for rule, (_, gpu) in SUBMITTED.items() if gpu for job in jobs[rule]]
     assert _overlapping(gpu_jobs), [(j["StartTime"], j["EndTime"]) for j in gpu_jobs]
     all_jobs = [job for rule_jobs in jobs.values() for job in rule_jobs]
@@ -146,5 +141,4 @@ def test_tiny_workflow_through_sbatch_matches_a_local_run(local_slurm, tiny_run,
     reference = result_tables(tiny_run.workdir)
     for table in TABLES:
         assert (workdir / table).read_bytes() == reference[table], table
-    for figure in TARGETS:
-        assert (workdir / figure).stat().st_size > 5_000
+    assert (workdir / FIGURE).stat().st_size > 5_000

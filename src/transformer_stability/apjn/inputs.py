@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from skimage import data as skdata
 from skimage.color import gray2rgb, rgba2rgb
 from skimage.transform import resize
-from timm.models.vision_transformer import VisionTransformer
+
+if TYPE_CHECKING:  # for the annotation only: timm loads torchvision (seconds)
+    from timm.models.vision_transformer import VisionTransformer
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import gammaln
+import scipy  # scipy.optimize and .special load on first use: the registry imports this module
 from tqdm.auto import tqdm
 
 from transformer_stability.apjn.kernels import (
@@ -220,6 +219,7 @@ def _log_gamma_ratio(x: np.ndarray, shift: float) -> np.ndarray:
         - shift * (shift - 1) * (2 * shift - 1) / (12 * big**2)
     )
     small = np.minimum(x, 1e4)
+    gammaln = scipy.special.gammaln
     return np.where(x >= 1e4, series, gammaln(small + shift) - gammaln(small))
 
 
@@ -268,7 +268,7 @@ def preln_share_depth(
 
     if gap(SHARE_BRACKET[0]) >= 0:  # at (or within rounding of) that share already
         return 0.0
-    return math.exp(brentq(gap, *SHARE_BRACKET, xtol=1e-12))
+    return math.exp(scipy.optimize.brentq(gap, *SHARE_BRACKET, xtol=1e-12))
 
 
 def _arcsine_map(rho: float) -> float:
@@ -283,7 +283,7 @@ def saturated_fixed_point(mf: MeanField) -> float:
         rt = _arcsine_map(rho)
         return (mf.a * rt + mf.m * relu_kappa(rt)) / (mf.a * rt + 0.5 * mf.m) - rho
 
-    return brentq(gap, 1e-9, 1.0 - 1e-12, xtol=1e-14)
+    return scipy.optimize.brentq(gap, 1e-9, 1.0 - 1e-12, xtol=1e-14)
 
 
 def saturated_growth_rate(mf: MeanField) -> float:
