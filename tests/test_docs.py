@@ -96,6 +96,41 @@ def test_functions_named_in_the_docs_exist():
             assert name in defined, (page, name)
 
 
+# "A.1–A.5" (claims) and "N1–N9" (figures): a range of ids of one study
+CLAIM_RANGE = re.compile(r"\b([ANC])\.(\d+)[–-]\1\.(\d+)\b")
+FIGURE_RANGE = re.compile(r"\b([ANC])(\d+)[–-]\1(\d+)\b")
+STUDY_OF = {"A": "apjn", "N": "numerics", "C": "counting"}
+
+
+def _numbers(ids: list[str]) -> list[int]:
+    return sorted(int(re.match(r"[ANC]\.?(\d+)", i).group(1)) for i in ids)
+
+
+def study_codes(study) -> list[str]:
+    """The study's figure codes that are numbers alone (A1, not A1-theory)."""
+    return [f.code for f in study.figures if re.fullmatch(r"[ANC]\d+", f.code)]
+
+
+def test_claim_and_figure_ranges_in_the_docs_are_the_registrys():
+    """Every range of claim ids or figure codes a page names lies within its study's ids, and on
+    the pages that list a study's claims or figures (the READMEs) it is the whole list, so
+    a claim or figure added later cannot leave a stale count behind."""
+    listing = {ROOT / "README.md", DOCS / "README.md"}
+    wrong = []
+    for path, text in _markdown_files().items():
+        for pattern, kind in ((CLAIM_RANGE, "claims"), (FIGURE_RANGE, "figures")):
+            for match in pattern.finditer(text):
+                study = STUDIES[STUDY_OF[match.group(1)]]
+                ids = [c.id for c in study.claims] if kind == "claims" else study_codes(study)
+                known = _numbers(ids)
+                first, last = int(match.group(2)), int(match.group(3))
+                whole = (first, last) == (known[0], known[-1])
+                if last > known[-1] or (path in listing and not whole):
+                    wanted = f"{known[0]}–{known[-1]}"
+                    wrong.append(f"{path.relative_to(ROOT)}: {match.group(0)} ({kind} {wanted})")
+    assert not wrong, wrong
+
+
 def test_relative_links_resolve():
     for path, text in _markdown_files().items():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):

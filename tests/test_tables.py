@@ -4,6 +4,7 @@ the rule that rebuilds it and the `--forcerun` fix; a computing bug fails before
 written; every model accepts what the pipeline writes, and no table has a column its model
 lacks."""
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from transformer_stability.config import validate_config
 from transformer_stability.counting.tables import Exponents, Rates, Training, Walls
 from transformer_stability.io import read_table, write_table
 from transformer_stability.registry import TABLES, table_model
+from transformer_stability.settings import read_record, sidecar
 from transformer_stability.tables import Table, TableError, columns_of, meta, table_schema
 from transformer_stability.tables_doc import document
 
@@ -70,9 +72,9 @@ def edited(tmp_path: Path, model: type[Table], edit) -> Path:
     return path
 
 
-def refusal(path: Path, model: type[Table], config=None) -> str:
+def refusal(path: Path, model: type[Table], config=None, chunk: bool = False) -> str:
     with pytest.raises(TableError) as error:
-        read_table(path, model, config)
+        read_table(path, model, config, chunk=chunk)
     return str(error.value)
 
 
@@ -163,6 +165,24 @@ def test_a_table_cut_between_rows_is_refused_by_the_config_row_count(tmp_path):
     message = refusal(path, Agreement, config)
     assert f"{rows - 3} rows, fewer than the {rows} the config implies" in message
     assert refusal(path, Agreement) == message  # without one: the settings recorded beside it
+
+
+@pytest.mark.parametrize("chunk", [False, True])
+def test_a_table_cut_between_rows_is_refused_by_the_rows_written(tmp_path, chunk):
+    """A table whose config fixes no row count (a gathered sweep's, or a chunk of it): the
+    sidecar records the rows written, and a cut at a row boundary, which parses, is refused."""
+    assert MeasuredCurves.rows(tiny_config()) is None
+    path = tmp_path / "results" / "apjn" / "items" / "measured_curves" / "1-of-2.csv"
+    if not chunk:
+        path = tmp_path / "results" / meta(MeasuredCurves)["path"]
+    write_table(valid_table(MeasuredCurves, 12, chunk), path, MeasuredCurves, chunk=chunk)
+    assert read_record(path) == {"rows": 12}
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))
+    message = refusal(path, MeasuredCurves, chunk=chunk)
+    assert str(path) in message and "11 rows, fewer than the 12 written" in message
+    sidecar(path).unlink()  # a table made before rows were recorded: read as it is
+    assert len(read_table(path, MeasuredCurves, chunk=chunk)) == 11
 
 
 @pytest.mark.parametrize(
@@ -299,7 +319,8 @@ def test_an_invalid_table_keeps_the_previous_version(tmp_path):
     with pytest.raises(TableError, match="unexpected column"):
         write_table(valid_table(Rates, 4).assign(extra=1), path, Rates)
     assert path.read_bytes() == before
-    assert [p.name for p in path.parent.iterdir()] == ["rates.csv"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["rates.csv", "rates.settings.json"]
+    assert read_record(path) == {"rows": 4}  # the record of the version kept
 
 
 def test_an_empty_text_counts_as_missing(tmp_path):
@@ -338,8 +359,37 @@ def test_every_table_of_a_tiny_run_matches_its_model(tiny_run):
     assert gathered  # the chunk tables: each sweep's chunks hold its gathered model's columns
     for chunks in gathered.values():
         for path in chunks:
-            header = path.read_text().split("\n", 1)[0].split(",")
-            assert header[0] == "item"
-            models = [m for m in TABLES.values() if list(table_schema(m).columns) == header[1:]]
-            assert models, path
-            read_table(path, models[0], chunk=True)
+            read_table(path, chunk_model(path), chunk=True)
+
+
+def chunk_model(path: Path) -> type[Table]:
+    """The gathered table's model of a sweep's chunk table, by the chunk's columns."""
+    header = path.read_text().split("\n", 1)[0].split(",")
+    assert header[0] == "item", path
+    models = [m for m in TABLES.values() if list(table_schema(m).columns) == header[1:]]
+    assert models, path
+    return models[0]
+
+
+@pytest.mark.slow
+def test_any_table_of_a_tiny_run_cut_at_a_row_boundary_is_refused(tiny_run, tmp_path):
+    """Every CSV the tiny run writes (gathered and derived tables, the sweeps' chunk tables, the
+    claims), copied with its sidecar and cut before its last row, still parses: its
+    reader refuses it, naming the rows found and written and the command that rebuilds it."""
+    assert tiny_run.result.returncode == 0, tiny_run.result.stderr[-3000:]
+    results = tiny_run.workdir / "results"
+    tables = [p for p in sorted(results.rglob("*.csv")) if "benchmarks" not in p.parts]
+    assert len(tables) > 60
+    for path in tables:
+        copy = tmp_path / path.relative_to(tiny_run.workdir)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(sidecar(path), sidecar(copy))
+        lines = path.read_text().splitlines(keepends=True)
+        copy.write_text("".join(lines[:-1]))
+        chunk = "items" in path.parts
+        model = chunk_model(path) if chunk else table_model(path)
+        rows = len(lines) - 1
+        with pytest.raises(TableError, match=rf"{rows - 1} rows, fewer than the {rows} written"):
+            read_table(copy, model, chunk=chunk)
+        with pytest.raises(TableError, match="--forcerun"):
+            read_table(copy, model, chunk=chunk)

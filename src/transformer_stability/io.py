@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from transformer_stability.settings import read_settings, settings_text, sidecar
+from transformer_stability.settings import read_record, settings_text, sidecar
 from transformer_stability.tables import (
     MAX_PROBLEMS,
     Table,
@@ -109,10 +109,13 @@ def _problems(
     return problems + table_problems(table, table_schema(model, chunk), line_offset)
 
 
-def write_settings(path: str | Path, settings: Mapping[str, Any]) -> None:
-    """Record beside `path` (a table or a figure) the settings that made it, atomically."""
+def write_settings(
+    path: str | Path, settings: Mapping[str, Any] | None, rows: int | None = None
+) -> None:
+    """Record beside `path` (a table or a figure) the settings that made it and, for a table,
+    the rows written, atomically."""
     with atomic_path(sidecar(path)) as tmp:
-        tmp.write_text(settings_text(settings))
+        tmp.write_text(settings_text(settings, rows))
 
 
 def write_table(
@@ -127,8 +130,8 @@ def write_table(
     With `model`, check it first (with `settings`, the config slice the table was made under,
     also the row count the model derives from it; `chunk`: a sweep's chunk table of `model`,
     with its leading item column): an invalid table raises TableError and nothing is written.
-    `settings` are recorded beside the table (settings.sidecar), written before it, so that
-    a table is never there without the record of what made it."""
+    `settings` and the row count are recorded beside the table (settings.sidecar), written
+    before it, so that a table is never there without the record of what made it."""
     path = Path(path)
     if path.suffix not in (".csv", ".parquet"):
         raise ValueError(f"unsupported table format {path.suffix!r} (use .csv or .parquet)")
@@ -136,8 +139,7 @@ def write_table(
         problems = _problems(table, model, settings, chunk)
         if problems:
             raise TableError(error_text(path, model, problems, writing=True, chunk=chunk))
-    if settings is not None:
-        write_settings(path, settings)
+    write_settings(path, settings, len(table))
     with atomic_path(path) as tmp:
         if path.suffix == ".parquet":
             table.to_parquet(tmp, index=False)
@@ -185,10 +187,12 @@ def read_table(
     """Read a tidy table; with `model`, check it as `write_table` does: a truncated, empty or
     hand-edited table raises TableError, which names the file, every problem and the rule
     that rebuilds it. The row count is checked against `config`, else against the settings
-    recorded beside the table, if any. Without a model, the table is read unchecked."""
+    recorded beside the table, if any, and against the rows recorded when it was written.
+    Without a model, the table is read unchecked."""
     path = Path(path)
-    if config is None and model is not None and sidecar(path).exists():
-        config = read_settings(path)
+    record = read_record(path) if model is not None and sidecar(path).exists() else {}
+    config = record.get("settings") if config is None else config
+    written = record.get("rows")
     if path.suffix == ".parquet":
         table, problems, offset = pd.read_parquet(path), [], None
     elif model is None:
@@ -197,6 +201,9 @@ def read_table(
         (table, problems), offset = _read_csv(path, model, chunk), 2
     if model is not None:
         problems += _problems(table, model, config, chunk, offset)
+        if written is not None and len(table) != written:
+            short = "fewer" if len(table) < written else "more"
+            problems.append(f"{len(table)} rows, {short} than the {written} written")
         if problems:
             raise TableError(error_text(path, model, problems, writing=False, chunk=chunk))
     return table

@@ -6,7 +6,10 @@ shaped like the config. The slice is the rule's `settings` parameter, so Snakema
 rule when one of those keys changes, and it is all the rule's code may read: a key left out of
 the declaration is missing, not silently read. Every table records the slice that made it in a
 sidecar `<table>.settings.json` (with a short hash), so that a figure is captioned from the
-configuration of its own tables, not from whatever run came last.
+configuration of its own tables, not from whatever run came last. The sidecar of a table also
+records how many rows were written (a sweep's chunk tables and the claims, made under no
+settings of their own, record only that), so that a table cut short at a row boundary, which
+still parses, is refused when read.
 """
 
 from __future__ import annotations
@@ -99,14 +102,18 @@ def sidecar(table: str | Path) -> Path:
     return table.with_name(f"{table.stem}.settings.json")
 
 
-def settings_text(settings: Mapping[str, Any]) -> str:
-    """The sidecar's content: the settings and their hash."""
-    record = {"hash": settings_hash(settings), "settings": settings}
+def settings_text(settings: Mapping[str, Any] | None, rows: int | None = None) -> str:
+    """The sidecar's content: the settings and their hash (if any), the rows written (if
+    given)."""
+    record: dict[str, Any] = {} if rows is None else {"rows": rows}
+    if settings is not None:
+        record |= {"hash": settings_hash(settings), "settings": settings}
     return json.dumps(record, indent=1, sort_keys=True) + "\n"
 
 
-def read_settings(table: str | Path) -> Settings:
-    """The settings recorded beside `table`; SettingsError if there is no valid record."""
+def read_record(table: str | Path) -> dict[str, Any]:
+    """The sidecar of `table` (its "settings" and "rows", each where recorded), read and
+    checked; SettingsError if it is missing or invalid."""
     path = sidecar(table)
     try:
         record = json.loads(path.read_text())
@@ -117,8 +124,16 @@ def read_settings(table: str | Path) -> Settings:
         ) from None
     except json.JSONDecodeError as error:
         raise SettingsError(f"settings record {path} is not valid JSON: {error}") from None
-    if record.get("hash") != settings_hash(record.get("settings", {})):
+    if "settings" in record and record.get("hash") != settings_hash(record["settings"]):
         raise SettingsError(f"settings record {path} does not match its hash: edited by hand?")
+    return record
+
+
+def read_settings(table: str | Path) -> Settings:
+    """The settings recorded beside `table`; SettingsError if there is no valid record."""
+    record = read_record(table)
+    if "settings" not in record:
+        raise SettingsError(f"{sidecar(table)} records no settings (only the rows of {table})")
     return record["settings"]
 
 
