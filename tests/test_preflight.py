@@ -1,12 +1,16 @@
-"""Outside inputs (CIFAR-100, pretrained GPT-2) are checked before the first job of a run, for
-the jobs that will run only; each missing one is reported under the key the user set."""
+"""Outside inputs (CIFAR-100, pretrained GPT-2) and the GPU that `device: cuda` asks for are
+checked before the first job of a run, for the jobs that will run only; each missing one is
+reported under the key the user set."""
 
 import copy
 
 import pytest
-from conftest import ROOT, run_snakemake
+import torch
+from conftest import ROOT, TINY, run_snakemake
 
+from transformer_stability.device import NO_CUDA
 from transformer_stability.numerics import checks as numerics_checks
+from transformer_stability.registry import device_errors
 from transformer_stability.registry import missing_inputs as input_errors
 from transformer_stability.registry import validate as validate_config
 
@@ -96,3 +100,29 @@ def test_a_paper_theory_target_runs_without_cifar_or_the_hub_and_the_paper_run_d
     assert "missing inputs" in everything.stderr
     assert "'apjn.train.data.cifar_root'" in everything.stderr
     assert "'numerics.models[0].source'" in everything.stderr
+
+
+def test_cuda_is_checked_only_for_the_gpu_sweeps_that_run(config, monkeypatch):
+    cuda = _with(config, device="cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert device_errors(cuda, ["counting_training", "figure"]) == [NO_CUDA]
+    assert device_errors(cuda, ["counting_theory", "numerics_bounds", "figure", "gather"]) == []
+    assert device_errors(config, ["counting_training"]) == []  # auto: the CPU where no GPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert device_errors(cuda, ["counting_training"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: cuda is usable here")
+def test_device_cuda_without_a_gpu_stops_the_run_before_any_job(tmp_path):
+    """A local run of a GPU sweep with `device: cuda` on a machine without a GPU stops at the
+    start, naming the key and what to set instead; a dry run still plans."""
+    cuda = tmp_path / "cuda.yaml"
+    cuda.write_text("device: cuda\n")
+    args = ["--configfile", TINY, str(cuda), "--cores", "1", "--", "results/counting/training.csv"]
+    assert run_snakemake(tmp_path, "-n", *args).returncode == 0
+    run = run_snakemake(tmp_path, *args)
+    assert run.returncode != 0
+    assert NO_CUDA in run.stderr
+    assert "Error in rule" not in run.stderr  # no job ran, so none failed
+    assert not (tmp_path / "results" / "logs").exists()

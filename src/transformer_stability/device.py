@@ -7,12 +7,18 @@ import torch
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+NO_CUDA = (
+    "config key 'device' is 'cuda' but no CUDA device is visible here (nvidia-smi, "
+    "CUDA_VISIBLE_DEVICES); set it to 'auto' (the GPU where there is one, else the CPU) or 'cpu'"
+)
+
+
 def resolve_device(name: str) -> torch.device:
     """'auto' -> cuda if available else cpu; 'cuda' without a GPU is an error, not a fallback."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("config key 'device' is 'cuda' but no CUDA device is visible")
+        raise RuntimeError(NO_CUDA)
     return torch.device(name)
 
 

@@ -81,6 +81,19 @@ def missing_inputs(config: dict[str, Any], rules: Iterable[str] | None = None) -
     return [error for name in names for error in STUDIES[name].input_errors(config[name])]
 
 
+def device_errors(config: dict[str, Any], rules: Iterable[str]) -> list[str]:
+    """`device: cuda` on a machine without a visible GPU, when a GPU sweep is among `rules` (the
+    rules of the jobs about to run here): the only jobs that use the device. torch is imported
+    only then, so that starting any other run stays fast."""
+    if config["device"] != "cuda" or not any(r in SWEEPS and SWEEPS[r].gpu for r in rules):
+        return []
+    import torch
+
+    from transformer_stability.device import NO_CUDA
+
+    return [] if torch.cuda.is_available() else [NO_CUDA]
+
+
 def claim_tables(config: dict[str, Any]) -> list[str]:
     """The tables (paths below results/) the claims of the studies the config runs are tested
     on, in a stable order."""

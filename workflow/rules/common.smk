@@ -13,6 +13,7 @@ from transformer_stability.registry import (
     claim_sources,
     TABLE_SETTINGS,
     claim_tables,
+    device_errors,
     missing_inputs,
     study_figures,
     sweep_study,
@@ -33,13 +34,18 @@ except ConfigError as error:
 
 def preflight():
     """Stop before the first job if an outside input (CIFAR-100, pretrained weights) of the
-    jobs about to run is missing. Called from `onstart`, which runs only in the main process of
+    jobs about to run is missing, or if they are to run here on a GPU (`device: cuda`) that
+    this machine does not have. Called from `onstart`, which runs only in the main process of
     a run with work to do: never for a dry run, a report (`make report` builds from a results
     tree alone) or a cluster job on a node that may have no network."""
     rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
     missing = missing_inputs(config, rules)
     if missing:
         raise WorkflowError("missing inputs:\n  " + "\n  ".join(missing))
+    # a cluster's jobs find their GPU on its nodes, not on the submitting host
+    unusable = device_errors(config, rules) if workflow.local_exec else []
+    if unusable:
+        raise WorkflowError("\n".join(unusable))
 
 
 def chunks(sweep, items):
