@@ -140,6 +140,20 @@ def result_tables(workdir: Path) -> dict[str, bytes]:
     }
 
 
+def deny_writes_in(monkeypatch, *folders: Path) -> None:
+    """os.access as for a user who may not write in `folders` (as root, permission bits bind
+    nobody, so a chmod alone cannot show it)."""
+    denied = {Path(f).resolve() for f in folders}
+    real = os.access
+
+    def access(path, mode, **kwargs):
+        if mode & os.W_OK and Path(path).resolve() in denied:
+            return False
+        return real(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+
+
 @pytest.fixture(scope="session")
 def schema() -> Path:
     """The config schema, as validate_config takes it (a path, read by snakemake.utils.validate)."""

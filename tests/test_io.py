@@ -1,9 +1,17 @@
-"""Atomic writes: a failure while writing leaves neither a partial file nor a temp file."""
+"""Atomic writes: a failure while writing leaves neither a partial file nor a temp file; outputs
+bound for a read-only folder are named before anything is written."""
 
 import pandas as pd
 import pytest
+from conftest import deny_writes_in
 
-from transformer_stability.io import atomic_path, read_table, write_table
+from transformer_stability.io import (
+    atomic_path,
+    read_only,
+    read_only_error,
+    read_table,
+    write_table,
+)
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path):
@@ -29,3 +37,21 @@ def test_table_round_trip_and_unknown_format(tmp_path):
     pd.testing.assert_frame_equal(read_table(tmp_path / "t.csv"), table)
     with pytest.raises(ValueError, match="unsupported table format"):
         write_table(table, tmp_path / "t.xlsx")
+
+
+def test_read_only_names_the_nearest_existing_folder_of_each_output(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    (results / "apjn").mkdir(parents=True)
+    deny_writes_in(monkeypatch, results / "apjn")
+    outputs = [
+        results / "apjn" / "agreement.csv",  # in the read-only folder
+        results / "apjn" / "items" / "curves" / "1-of-2.csv",  # below it, not made yet
+        results / "counting" / "training.csv",  # a new folder under a writable one
+        results / "config.yaml",
+    ]
+    assert read_only(outputs) == [str(results / "apjn")]
+    message = read_only_error(read_only(outputs))
+    assert str(results / "apjn") in message and "is read-only" in message
+    assert "chmod -R u+w" in message and "--directory" in message
+    deny_writes_in(monkeypatch, results)
+    assert read_only([results / "counting" / "training.csv"]) == [str(results)]

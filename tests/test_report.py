@@ -11,7 +11,15 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, announced_jobs, copy_of_run, deep_merge, load_yaml, run_snakemake
+from conftest import (
+    ROOT,
+    announced_jobs,
+    copy_of_run,
+    deep_merge,
+    deny_writes_in,
+    load_yaml,
+    run_snakemake,
+)
 
 from transformer_stability.claims import (
     NOT_RUN,
@@ -64,6 +72,16 @@ def test_report_needs_a_recorded_run(tmp_path):
     with pytest.raises(SystemExit, match="no .*results/config.yaml"):
         report_command(ROOT / "Snakefile", tmp_path)
     assert sys.executable  # the command is built with this interpreter
+
+
+def test_report_into_a_read_only_results_tree_says_so_before_writing(tmp_path, monkeypatch):
+    (tmp_path / "results" / "figures").mkdir(parents=True)
+    (tmp_path / "results" / "config.yaml").write_text("studies: [apjn]\n")
+    (tmp_path / "results" / "figures" / "apjn_permsym.png").write_bytes(b"png")
+    deny_writes_in(monkeypatch, tmp_path / "results")
+    with pytest.raises(SystemExit, match=r"results is read-only .*chmod -R u\+w"):
+        report_command(ROOT / "Snakefile", tmp_path)
+    assert not (tmp_path / "results" / "report").exists()
 
 
 def _section(text: str, heading: str) -> list[str]:

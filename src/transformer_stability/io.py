@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,30 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def read_only(paths: Iterable[str | Path]) -> list[str]:
+    """The folders that writing `paths` (files to write, or folders to write in) would need
+    and this user may not write in: for each, the nearest folder at or above it that exists.
+    Checked before a run, so that a read-only results tree is named up front instead of
+    surfacing as a PermissionError in the middle of one."""
+    blocked = set()
+    for path in map(Path, paths):
+        folder = path.parent if path.suffix else path
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+        if not os.access(existing, os.W_OK | os.X_OK):
+            blocked.add(str(existing))
+    return sorted(blocked)
+
+
+def read_only_error(folders: Sequence[str]) -> str:
+    """What to tell a user whose outputs would land in the read-only `folders`."""
+    shown = ", ".join(folders[:MAX_PROBLEMS]) + (" ..." if len(folders) > MAX_PROBLEMS else "")
+    return (
+        f"cannot write the outputs: {shown} {'is' if len(folders) == 1 else 'are'} read-only "
+        "for this user. Make them writable (e.g. `chmod -R u+w results`) or run in a copy "
+        "(`snakemake --directory <writable copy>`)"
+    )
 
 
 def _target(path: Path) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from transformer_stability.claims_page import write_html
-from transformer_stability.io import atomic_path
+from transformer_stability.io import atomic_path, read_only, read_only_error
 
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
@@ -49,6 +49,9 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     figures = made_figures(directory)
     if not figures:
         raise SystemExit(f"no figures under {directory / 'results/figures'}: nothing to report")
+    blocked = read_only([directory / REPORT, directory / CLAIMS_PAGE])
+    if blocked:
+        raise SystemExit(read_only_error(blocked))
     write_html(directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE)
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]

@@ -19,7 +19,8 @@ from transformer_stability.registry import (
     sweep_study,
     validate,
 )
-from transformer_stability.report import record_config
+from transformer_stability.io import read_only, read_only_error
+from transformer_stability.report import RECORD, record_config
 from transformer_stability.settings import config_slice, read_settings
 from transformer_stability.code_inputs import module_sources, script_sources
 from transformer_stability.sweeps import chunk_items, sweep_segments
@@ -33,12 +34,17 @@ except ConfigError as error:
 
 
 def preflight():
-    """Stop before the first job if an outside input (CIFAR-100, pretrained weights) of the
-    jobs about to run is missing, or if they are to run here on a GPU (`device: cuda`) that
-    this machine does not have. Called from `onstart`, which runs only in the main process of
+    """Stop before the first job if the outputs of the jobs about to run (or the record of the
+    run's configuration) would land in a read-only folder, if an outside input (CIFAR-100,
+    pretrained weights) of those jobs is missing, or if they are to run here on a GPU
+    (`device: cuda`) that this machine does not have. Called from `onstart`, which runs only in the main process of
     a run with work to do: never for a dry run, a report (`make report` builds from a results
     tree alone) or a cluster job on a node that may have no network."""
-    rules = {job.rule.name for job in workflow.dag.needrun_jobs()}
+    jobs = list(workflow.dag.needrun_jobs())
+    blocked = read_only([RECORD, *(output for job in jobs for output in job.output)])
+    if blocked:
+        raise WorkflowError(read_only_error(blocked))
+    rules = {job.rule.name for job in jobs}
     missing = missing_inputs(config, rules)
     if missing:
         raise WorkflowError("missing inputs:\n  " + "\n  ".join(missing))
