@@ -30,7 +30,8 @@ from transformer_stability.claims import (
     findings,
 )
 from transformer_stability.claims_page import cpu_times, html_table, markdown_page, write_markdown
-from transformer_stability.report import report_command
+from transformer_stability.registry import study_figures
+from transformer_stability.report import missing, report_command
 from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED, Estimate, Term, at_most
 
 FIGURE = "apjn_theory_curves"
@@ -170,6 +171,23 @@ def test_the_results_page_keeps_a_table_cell_per_column_and_lists_undecided_firs
     assert html.index("X.2") < html.index("X.1")
     assert '<tr class="verdict-undecided"><td class="claim">X.2</td>' in html
     assert "<summary>all 1 terms with their intervals</summary>" in html
+
+
+def test_the_report_names_the_runs_missing_figures_and_marks_the_claims_citing_them():
+    """A figure whose job failed (Snakemake removed its files, its log stays) is named above the
+    claims with its log, and every claim citing it says so, instead of leaving it out silently."""
+    made = [f"results/figures/{f.name}.{x}" for f in study_figures("counting") for x in "pdf png"]
+    bmin = next(f for f in study_figures("counting") if f.code == "C2")
+    made = [path for path in made if bmin.name not in path]
+    assert missing({"studies": ["counting"]}, made) == {"C2": bmin.log}
+    assert missing({"studies": ["apjn"]}, made)["A1"] == "results/logs/figures/apjn_permsym.log"
+    claims, terms = _claims(_spec("X.1", (narrow(),)), _spec("X.2", (narrow(),)))
+    claims.loc[1, "figure"] = "C2, C4"
+    html = html_table(claims, terms, {"C2": bmin.log})
+    assert "<strong>Missing figures:</strong> C2 (<code>results/logs/figures/" in html
+    assert '<td class="figure">C2 (missing), C4</td>' in html
+    assert '<td class="figure">X1</td>' in html
+    assert "Missing" not in html_table(claims, terms)
 
 
 def _caption_widths(html: str) -> dict[str, set[str]]:

@@ -13,6 +13,7 @@ import html
 import os
 import platform
 import subprocess
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 
@@ -61,9 +62,33 @@ def _html_terms(terms: pd.DataFrame) -> str:
     )
 
 
-def html_table(claims: pd.DataFrame, terms: pd.DataFrame) -> str:
+def mark_missing(figures: str, missing: Mapping[str, str]) -> str:
+    """A claim's figure codes ("A5, A7"), each code whose figure is missing marked so."""
+    codes = [code.strip() for code in figures.split(",")] if figures else []
+    return ", ".join(f"{code} (missing)" if code in missing else code for code in codes)
+
+
+def missing_note(missing: Mapping[str, str]) -> str:
+    """The warning above the claims when figures of the run's studies are not in the tree."""
+    if not missing:
+        return ""
+    listed = "; ".join(
+        f"{html.escape(code)} (<code>{html.escape(log)}</code>)" for code, log in missing.items()
+    )
+    return (
+        f'<p class="missing"><strong>Missing figures:</strong> {listed}. Their job failed or '
+        "has not run (its log is named); the claims citing them are marked below.</p>\n"
+    )
+
+
+def html_table(
+    claims: pd.DataFrame, terms: pd.DataFrame, missing: Mapping[str, str] | None = None
+) -> str:
     """The claims as an HTML table (undecided first, verdicts coloured), each with its terms
-    collapsed below it, under the count per verdict (the report's landing page)."""
+    collapsed below it, under the count per verdict (the report's landing page). `missing`:
+    the codes of the run's figures that are not in the tree, with their logs."""
+    missing = missing or {}
+    claims = claims.assign(figure=claims["figure"].map(lambda f: mark_missing(f, missing)))
     head = "".join(f"<th>{name}</th>" for name in COLUMNS)
     rows = []
     for _, row in undecided_first(claims).iterrows():
@@ -76,7 +101,7 @@ def html_table(claims: pd.DataFrame, terms: pd.DataFrame) -> str:
         if not own.empty:
             rows.append(f'<tr><td colspan="{len(COLUMNS)}">{_html_terms(own)}</td></tr>')
     return (
-        f"<p>{html.escape(tally(claims))}.</p>\n"
+        missing_note(missing) + f"<p>{html.escape(tally(claims))}.</p>\n"
         f'<table class="claims"><tr>{head}</tr>\n' + "\n".join(rows) + "\n</table>\n"
     )
 
@@ -125,11 +150,14 @@ def stamp(root: Path = Path(".")) -> str:
     return f"commit {commit or 'unknown'}, {date.today().isoformat()}, {machine}"
 
 
-def write_html(claims_csv: Path, terms_csv: Path, page: Path) -> None:
-    """The landing page's claims fragment: the table, or where the claims are not in this
-    results tree, how to compute them."""
+def write_html(
+    claims_csv: Path, terms_csv: Path, page: Path, missing: Mapping[str, str] | None = None
+) -> None:
+    """The landing page's claims fragment: the table (with the run's `missing` figures named
+    and marked), or where the claims are not in this results tree, how to compute them."""
     if claims_csv.exists() and terms_csv.exists():
-        text = html_table(read_table(claims_csv, Claims), read_table(terms_csv, ClaimTerms))
+        claims, terms = read_table(claims_csv, Claims), read_table(terms_csv, ClaimTerms)
+        text = html_table(claims, terms, missing)
     else:
         text = (
             f"<p>This results tree holds no <code>{claims_csv}</code>: "

@@ -52,6 +52,11 @@ class FigureSpec:
         return f"results/figures/{self.name}.pdf"
 
     @property
+    def log(self) -> str:
+        """The log of the job that draws it (kept when the job fails and its files are not)."""
+        return f"results/logs/figures/{self.name}.log"
+
+    @property
     def inputs(self) -> dict[str, str]:
         """The path of each table, by the keyword argument of `plot` it is given to."""
         return {name: result(model) for name, model in self.tables.items()}

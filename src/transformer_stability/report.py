@@ -20,6 +20,7 @@ import yaml
 
 from transformer_stability.claims_page import write_html
 from transformer_stability.io import atomic_path, read_only, read_only_error
+from transformer_stability.registry import study_figures
 
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
@@ -41,6 +42,18 @@ def made_figures(directory: Path) -> list[str]:
     return [path.relative_to(directory).as_posix() for path in figures]
 
 
+def missing(config: dict[str, Any], made: list[str]) -> dict[str, str]:
+    """The figures of the run's studies that are not among the `made` files, by code, with the
+    log of the job that draws them (a failed job's outputs are removed, its log stays)."""
+    present = {Path(path).stem for path in made}
+    return {
+        figure.code: figure.log
+        for study in config.get("studies", [])
+        for figure in study_figures(study)
+        if figure.name not in present
+    }
+
+
 def report_command(snakefile: Path, directory: Path) -> list[str]:
     """The Snakemake call that reports the existing figures for the recorded configuration."""
     record = directory / RECORD
@@ -52,7 +65,10 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     blocked = read_only([directory / REPORT, directory / CLAIMS_PAGE])
     if blocked:
         raise SystemExit(read_only_error(blocked))
-    write_html(directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE)
+    recorded = yaml.safe_load(record.read_text())
+    write_html(
+        directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE, missing(recorded, figures)
+    )
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
     command += ["--report", str((directory / REPORT).resolve()), "--report-stylesheet"]
