@@ -29,7 +29,13 @@ from transformer_stability.claims import (
     claims_tables,
     findings,
 )
-from transformer_stability.claims_page import cpu_times, html_table, markdown_page, write_markdown
+from transformer_stability.claims_page import (
+    Notes,
+    cpu_times,
+    html_table,
+    markdown_page,
+    write_markdown,
+)
 from transformer_stability.registry import study_figures
 from transformer_stability.report import missing, report_command
 from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED, Estimate, Term, at_most
@@ -183,7 +189,7 @@ def test_the_report_names_the_runs_missing_figures_and_marks_the_claims_citing_t
     assert missing({"studies": ["apjn"]}, made)["A1"] == "results/logs/figures/apjn_permsym.log"
     claims, terms = _claims(_spec("X.1", (narrow(),)), _spec("X.2", (narrow(),)))
     claims.loc[1, "figure"] = "C2, C4"
-    html = html_table(claims, terms, {"C2": bmin.log})
+    html = html_table(claims, terms, Notes(missing={"C2": bmin.log}))
     assert "<strong>Missing figures:</strong> C2 (<code>results/logs/figures/" in html
     assert '<td class="figure">C2 (missing), C4</td>' in html
     assert '<td class="figure">X1</td>' in html
@@ -223,3 +229,10 @@ def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tin
     # the tiny preset measures its equiangular curves at 4 heads of 16
     assert _caption_widths(html) == {"apjn_theory_curves": {"9"}, "apjn_permsym": {"64"}}
     assert "caption=rendered from the settings of its tables" in html  # no caption text there
+    # and the landing page says that the figures are not of the recorded (paper) configuration
+    claims_page = (workdir / "results/report/claims.html").read_text()
+    note = claims_page.split("<strong>Figures made under another configuration:</strong>")[1]
+    note = note.split("</p>", 1)[0].strip()
+    assert "A1-theory (apjn.model.depth: 9 here, 64 in results/config.yaml)" in note
+    codes = {f.code for s in paper["studies"] for f in study_figures(s)}
+    assert set(re.findall(r"(?:^|; )([ANC]\d+(?:-theory)?) \(", note)) == codes

@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -64,31 +65,53 @@ def _html_terms(terms: pd.DataFrame) -> str:
 
 def mark_missing(figures: str, missing: Mapping[str, str]) -> str:
     """A claim's figure codes ("A5, A7"), each code whose figure is missing marked so."""
+    if not isinstance(figures, str):  # a claim that cites no figure
+        return figures
     codes = [code.strip() for code in figures.split(",")] if figures else []
     return ", ".join(f"{code} (missing)" if code in missing else code for code in codes)
 
 
-def missing_note(missing: Mapping[str, str]) -> str:
-    """The warning above the claims when figures of the run's studies are not in the tree."""
-    if not missing:
+@dataclass(frozen=True)
+class Notes:
+    """What the landing page warns of above the claims, by figure code: the run's figures that
+    are not in the tree (with the log of their job), and those made under another
+    configuration than the recorded one (with the first key that differs)."""
+
+    missing: Mapping[str, str] = field(default_factory=dict)
+    other_configuration: Mapping[str, str] = field(default_factory=dict)
+
+    def html(self) -> str:
+        missing = _note(
+            self.missing,
+            "Missing figures",
+            "Their job failed or has not run (its log is named); the claims citing them are "
+            "marked below.",
+            code=True,
+        )
+        other = _note(
+            self.other_configuration,
+            "Figures made under another configuration",
+            "Their captions give their own settings; this page's configuration is not theirs.",
+        )
+        return missing + other
+
+
+def _note(found: Mapping[str, str], title: str, then: str, code: bool = False) -> str:
+    if not found:
         return ""
-    listed = "; ".join(
-        f"{html.escape(code)} (<code>{html.escape(log)}</code>)" for code, log in missing.items()
-    )
-    return (
-        f'<p class="missing"><strong>Missing figures:</strong> {listed}. Their job failed or '
-        "has not run (its log is named); the claims citing them are marked below.</p>\n"
-    )
+    shown = {
+        k: f"<code>{html.escape(v)}</code>" if code else html.escape(v) for k, v in found.items()
+    }
+    listed = "; ".join(f"{html.escape(k)} ({v})" for k, v in shown.items())
+    return f'<p class="missing"><strong>{title}:</strong> {listed}. {then}</p>\n'
 
 
-def html_table(
-    claims: pd.DataFrame, terms: pd.DataFrame, missing: Mapping[str, str] | None = None
-) -> str:
+def html_table(claims: pd.DataFrame, terms: pd.DataFrame, notes: Notes | None = None) -> str:
     """The claims as an HTML table (undecided first, verdicts coloured), each with its terms
-    collapsed below it, under the count per verdict (the report's landing page). `missing`:
-    the codes of the run's figures that are not in the tree, with their logs."""
-    missing = missing or {}
-    claims = claims.assign(figure=claims["figure"].map(lambda f: mark_missing(f, missing)))
+    collapsed below it, under the count per verdict and the `notes` (the report's landing
+    page)."""
+    notes = notes or Notes()
+    claims = claims.assign(figure=[mark_missing(f, notes.missing) for f in claims["figure"]])
     head = "".join(f"<th>{name}</th>" for name in COLUMNS)
     rows = []
     for _, row in undecided_first(claims).iterrows():
@@ -101,7 +124,7 @@ def html_table(
         if not own.empty:
             rows.append(f'<tr><td colspan="{len(COLUMNS)}">{_html_terms(own)}</td></tr>')
     return (
-        missing_note(missing) + f"<p>{html.escape(tally(claims))}.</p>\n"
+        notes.html() + f"<p>{html.escape(tally(claims))}.</p>\n"
         f'<table class="claims"><tr>{head}</tr>\n' + "\n".join(rows) + "\n</table>\n"
     )
 
@@ -150,14 +173,12 @@ def stamp(root: Path = Path(".")) -> str:
     return f"commit {commit or 'unknown'}, {date.today().isoformat()}, {machine}"
 
 
-def write_html(
-    claims_csv: Path, terms_csv: Path, page: Path, missing: Mapping[str, str] | None = None
-) -> None:
-    """The landing page's claims fragment: the table (with the run's `missing` figures named
-    and marked), or where the claims are not in this results tree, how to compute them."""
+def write_html(claims_csv: Path, terms_csv: Path, page: Path, notes: Notes | None = None) -> None:
+    """The landing page's claims fragment: the table under the `notes`, or where the claims
+    are not in this results tree, how to compute them."""
     if claims_csv.exists() and terms_csv.exists():
         claims, terms = read_table(claims_csv, Claims), read_table(terms_csv, ClaimTerms)
-        text = html_table(claims, terms, missing)
+        text = html_table(claims, terms, notes)
     else:
         text = (
             f"<p>This results tree holds no <code>{claims_csv}</code>: "

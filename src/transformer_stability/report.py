@@ -18,9 +18,10 @@ from typing import Any
 
 import yaml
 
-from transformer_stability.claims_page import write_html
+from transformer_stability.claims_page import Notes, write_html
 from transformer_stability.io import atomic_path, read_only, read_only_error
 from transformer_stability.registry import study_figures
+from transformer_stability.settings import leaves, read_settings, sidecar
 
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
@@ -54,6 +55,33 @@ def missing(config: dict[str, Any], made: list[str]) -> dict[str, str]:
     }
 
 
+def other_configuration(config: dict[str, Any], directory: Path, made: list[str]) -> dict[str, str]:
+    """The figures among `made` whose tables were made under another configuration than the
+    recorded `config` (results copied together from two runs), by code, with the first key
+    that differs: their captions describe their own settings, the report's header does not."""
+    figures = {f.name: f for study in config.get("studies", []) for f in study_figures(study)}
+    differing = {}
+    for path in made:
+        figure = figures.get(Path(path).stem)
+        if figure is None or not path.endswith(".pdf") or not sidecar(directory / path).exists():
+            continue
+        for key, value in leaves(read_settings(directory / path)):
+            recorded = _at(config, key)
+            if recorded != value:
+                differing[figure.code] = f"{key}: {value!r} here, {recorded!r} in {RECORD}"
+                break
+    return differing
+
+
+def _at(config: dict[str, Any], key: str) -> Any:
+    """The value at a dotted key of `config`; None where it has none."""
+    for part in key.split("."):
+        if not isinstance(config, dict) or part not in config:
+            return None
+        config = config[part]
+    return config
+
+
 def report_command(snakefile: Path, directory: Path) -> list[str]:
     """The Snakemake call that reports the existing figures for the recorded configuration."""
     record = directory / RECORD
@@ -66,9 +94,8 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
     if blocked:
         raise SystemExit(read_only_error(blocked))
     recorded = yaml.safe_load(record.read_text())
-    write_html(
-        directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE, missing(recorded, figures)
-    )
+    notes = Notes(missing(recorded, figures), other_configuration(recorded, directory, figures))
+    write_html(directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE, notes)
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
     command += ["--report", str((directory / REPORT).resolve()), "--report-stylesheet"]
