@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformer_stability"
 STUDIES = ("apjn", "numerics", "counting")
 SHARED = sorted(p for p in PACKAGE.glob("*.py") if p.name not in ("registry.py", "__init__.py"))
 # command-line entry points that describe every study, through the registry only
-READS_THE_REGISTRY = {"tables_doc.py", "cluster_plan.py", "check_config.py"}
+READS_THE_REGISTRY = {"tables_doc.py", "cluster_plan.py", "check_config.py", "report.py"}
 
 
 def _package(path: Path) -> str:
