@@ -121,14 +121,17 @@ def _problems(
     config: Mapping[str, Any] | None,
     chunk: bool,
     line_offset: int | None = None,
+    written: int | None = None,
 ) -> list[str]:
-    """The model's problems with `table`, and its row count against the one `config` implies."""
+    """The model's problems with `table`, and its row count against the one `config` implies
+    and against the `written` one its sidecar records."""
     expected = None if config is None or chunk else model.rows(config)
-    problems = []
-    if expected is not None and len(table) != expected:
-        short = "fewer" if len(table) < expected else "more"
-        problems.append(f"{len(table)} rows, {short} than the {expected} the config implies")
-    elif len(table) == 0 and expected is None:
+    problems = [
+        f"{len(table)} rows, {'fewer' if len(table) < count else 'more'} than the {count} {source}"
+        for count, source in ((expected, "the config implies"), (written, "written"))
+        if count is not None and len(table) != count
+    ]
+    if len(table) == 0 and expected is None:
         problems.append("no rows (only a header)")
     return problems + table_problems(table, table_schema(model, chunk), line_offset)
 
@@ -216,7 +219,6 @@ def read_table(
     path = Path(path)
     record = read_record(path) if model is not None and sidecar(path).exists() else {}
     config = record.get("settings") if config is None else config
-    written = record.get("rows")
     if path.suffix == ".parquet":
         table, problems, offset = pd.read_parquet(path), [], None
     elif model is None:
@@ -224,10 +226,7 @@ def read_table(
     else:
         (table, problems), offset = _read_csv(path, model, chunk), 2
     if model is not None:
-        problems += _problems(table, model, config, chunk, offset)
-        if written is not None and len(table) != written:
-            short = "fewer" if len(table) < written else "more"
-            problems.append(f"{len(table)} rows, {short} than the {written} written")
+        problems += _problems(table, model, config, chunk, offset, record.get("rows"))
         if problems:
             raise TableError(error_text(path, model, problems, writing=False, chunk=chunk))
     return table

@@ -14,14 +14,17 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from transformer_stability.claims_page import Notes, write_html
 from transformer_stability.io import atomic_path, read_only, read_only_error
 from transformer_stability.registry import study_figures
-from transformer_stability.settings import leaves, read_settings, sidecar
+from transformer_stability.settings import leaves, read_settings, sidecar, value_at
+
+if TYPE_CHECKING:
+    from transformer_stability.plotting import FigureSpec
 
 RECORD = Path("results/config.yaml")
 REPORT = Path("results/report.html")
@@ -43,43 +46,35 @@ def made_figures(directory: Path) -> list[str]:
     return [path.relative_to(directory).as_posix() for path in figures]
 
 
+def _run_figures(config: dict[str, Any]) -> dict[str, FigureSpec]:
+    """The figures of the studies `config` runs, by name."""
+    return {f.name: f for study in config.get("studies", []) for f in study_figures(study)}
+
+
 def missing(config: dict[str, Any], made: list[str]) -> dict[str, str]:
     """The figures of the run's studies that are not among the `made` files, by code, with the
     log of the job that draws them (a failed job's outputs are removed, its log stays)."""
     present = {Path(path).stem for path in made}
-    return {
-        figure.code: figure.log
-        for study in config.get("studies", [])
-        for figure in study_figures(study)
-        if figure.name not in present
-    }
+    figures = _run_figures(config).values()
+    return {figure.code: figure.log for figure in figures if figure.name not in present}
 
 
 def other_configuration(config: dict[str, Any], directory: Path, made: list[str]) -> dict[str, str]:
     """The figures among `made` whose tables were made under another configuration than the
     recorded `config` (results copied together from two runs), by code, with the first key
     that differs: their captions describe their own settings, the report's header does not."""
-    figures = {f.name: f for study in config.get("studies", []) for f in study_figures(study)}
+    figures = _run_figures(config)
     differing = {}
     for path in made:
         figure = figures.get(Path(path).stem)
         if figure is None or not path.endswith(".pdf") or not sidecar(directory / path).exists():
             continue
         for key, value in leaves(read_settings(directory / path)):
-            recorded = _at(config, key)
+            recorded = value_at(config, key)
             if recorded != value:
                 differing[figure.code] = f"{key}: {value!r} here, {recorded!r} in {RECORD}"
                 break
     return differing
-
-
-def _at(config: dict[str, Any], key: str) -> Any:
-    """The value at a dotted key of `config`; None where it has none."""
-    for part in key.split("."):
-        if not isinstance(config, dict) or part not in config:
-            return None
-        config = config[part]
-    return config
 
 
 def report_command(snakefile: Path, directory: Path) -> list[str]:

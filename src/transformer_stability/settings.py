@@ -72,10 +72,10 @@ def merge_settings(named: Mapping[str, Mapping[str, Any]]) -> Settings:
     origin: dict[str, str] = {}
     for name, settings in named.items():
         for key, value in leaves(settings):
-            if key in origin and _at(merged, key) != value:
+            if key in origin and (first := value_at(merged, key)) != value:
                 raise SettingsError(
                     f"tables {origin[key]} and {name} were made under different configurations: "
-                    f"config key '{key}' is {_at(merged, key)!r} in one, {value!r} in the other; "
+                    f"config key '{key}' is {first!r} in one, {value!r} in the other; "
                     "rerun the workflow for one configuration"
                 )
             origin.setdefault(key, name)
@@ -83,8 +83,11 @@ def merge_settings(named: Mapping[str, Mapping[str, Any]]) -> Settings:
     return merged
 
 
-def _at(settings: Mapping[str, Any], key: str) -> Any:
+def value_at(settings: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key of `settings` (or of a config); None where it has none."""
     for part in key.split("."):
+        if not isinstance(settings, Mapping) or part not in settings:
+            return None
         settings = settings[part]
     return settings
 

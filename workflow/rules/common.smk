@@ -37,9 +37,10 @@ def preflight():
     """Stop before the first job if the outputs of the jobs about to run (or the record of the
     run's configuration) would land in a read-only folder, if an outside input (CIFAR-100,
     pretrained weights) of those jobs is missing, or if they are to run here on a GPU
-    (`device: cuda`) that this machine does not have. Called from `onstart`, which runs only in the main process of
-    a run with work to do: never for a dry run, a report (`make report` builds from a results
-    tree alone) or a cluster job on a node that may have no network."""
+    (`device: cuda`) that this machine does not have. Called from `onstart`, which runs only
+    in the main process of a run with work to do: never for a dry run, a report (`make
+    report` builds from a results tree alone) or a cluster job on a node that may have no
+    network."""
     jobs = list(workflow.dag.needrun_jobs())
     blocked = read_only([RECORD, *(output for job in jobs for output in job.output)])
     if blocked:
