@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := requirements/lock.txt
 export PATH := $(abspath $(BIN)):$(PATH)
+# Bytecode is written as modules are first imported, so only what the pipeline and the tests
+# import is compiled (a few hundred of the environment's 16,000 files), each once: a machine that
+# sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation
 
@@ -17,9 +21,6 @@ $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --no-compile -r $(LOCK)
 	$(BIN)/python -m pip install -qq --no-deps -e .
-	@# bytecode on every core (pip compiles on one), before jobs would compile it concurrently;
-	@# as pip does, files that cannot compile (torch's python-3.12-only test helpers) are skipped
-	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 # The lock from pyproject.toml's dependencies and test extra, keeping the pins it already has
