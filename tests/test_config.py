@@ -117,6 +117,16 @@ def _broken(default_config, path, value):
             [{"size": "gpt2", "source": "/models/gpt2"}],
             ["'numerics.models[0].source'", "only read for pretrained"],
         ),
+        (
+            ["numerics", "sinks", "model"],
+            {"layers": 2, "width": 10, "heads": 4},
+            ["'numerics.sinks.model.heads'", "does not divide"],
+        ),
+        (
+            ["numerics", "sinks", "task"],
+            {"vocab": 3, "triggers": 3},
+            ["'numerics.sinks.task.triggers'", "leaves no ordinary token"],
+        ),
     ],
 )
 def test_bad_values_name_the_key(schema, default_config, path, value, expected):

@@ -6,6 +6,7 @@ chosen spread, so a narrow interval lies wholly inside or outside its criterion 
 straddles it. The tables go through their models (written and read back), as the claims rule
 reads them."""
 
+import itertools
 import re
 import warnings
 from pathlib import Path
@@ -36,6 +37,7 @@ from transformer_stability.numerics.tables import (
     Lipschitz,
     Norms,
     RecursionSources,
+    SinkEmergence,
     Softmax,
 )
 from transformer_stability.provenance import with_provenance
@@ -368,7 +370,7 @@ def test_each_sampled_table_names_its_units():
     assert units["N.3"] == units["N.4"] == {_common.SOFTMAX: samples}
     assert units["N.5"] == {_common.LIPSCHITZ: draws}
     assert units["N.6"] == units["N.7"] == units["N.8"] == {}
-    assert units["N.9"] == {_common.SINKS: ("block", "head")}
+    assert units["N.9"] == {_common.EMERGENCE: ("sequence",), _common.SINKS: ("block", "head")}
 
 
 def test_cell_medians_match_pandas_with_nan_and_uneven_cells():
@@ -424,15 +426,16 @@ STATISTICS = {
     "factor at the first add; typical estimate / measured",
     "N.7": "spread of the relative error over alpha per stream regime",
     "N.8": "spread of the relative error over alpha per stream regime",
-    "N.9": "median over heads of the late rows' median p_max, trained vs random; sink heads; "
-    "first-token weight",
+    "N.9": "the heads' first-token weight and the sink head's tail mass of the late attention "
+    "rows, trained vs the same model at initialization",
 }
 
 
 def test_every_claim_names_its_statistic(checked):
     errors = pd.concat([errors_frame(), _trained(errors_frame())])
     tables = bound_tables(checked) | gpt2_tables(checked, errors=errors)
-    tables[_common.SINKS] = checked(sinks_frame(0.9), AttentionSinks)
+    tables[_common.SINKS] = checked(sinks_frame(), AttentionSinks)
+    tables[_common.EMERGENCE] = checked(emergence_frame(), SinkEmergence)
     for spec, finding in findings(CLAIMS, tables, SECTION):
         assert finding.statistic == STATISTICS[spec.id], spec.id
 
@@ -1190,126 +1193,134 @@ def test_trained_alpha_claim_not_run_without_a_trained_model(checked):
 # --- N.9 --------------------------------------------------------------------------------------
 
 
-def sinks_frame(trained_p_max: float, random_p_max: float = 0.02, spread=0.0) -> pd.DataFrame:
-    """Two blocks of 4 heads per model; one trained head at `trained_p_max` on the first
-    token, the others at half of it; every random head at `random_p_max`. Each head but the
-    trained sink gets its noise."""
+def sinks_frame(text_p_max: float = 0.6, first_token: float = 0.01) -> pd.DataFrame:
+    """The GPT-2 models' heads (N9's table): one text-trained head concentrated at
+    `text_p_max` with `first_token` on the first token, every other head spread."""
     rows = []
     for weights, model in (("random", "random-gpt2"), ("trained", "trained-small")):
-        for block in range(2):
-            for head in range(4):
-                sink = weights == "trained" and (block, head) == (1, 2)
-                top = random_p_max if weights == "random" else trained_p_max
-                top = top if weights == "random" or sink else top / 2
-                top = top if sink else top * noise(spread, 4 * block + head)
-                for statistic, value in (("p_max", top), ("first_token", top / 3)):
-                    quantiles = dict.fromkeys(("p01", "p25", "p50", "p75", "p99", "mean"), value)
-                    rows.append(
-                        {"weights": weights, "model": model, "block": block, "head": head}
-                        | {"statistic": statistic}
-                        | quantiles
-                    )
+        for head in range(4):
+            top = text_p_max if (weights, head) == ("trained", 2) else 0.02
+            for statistic, value in (("p_max", top), ("first_token", first_token)):
+                quantiles = dict.fromkeys(("p01", "p25", "p50", "p75", "p99", "mean"), value)
+                rows.append(
+                    {"weights": weights, "model": model, "block": 0, "head": head}
+                    | {"statistic": statistic}
+                    | quantiles
+                )
     return pd.DataFrame(rows)
 
 
-def sink_heads(checked, frame):
-    return sinks.attention_sinks({_common.SINKS: checked(frame, AttentionSinks)}, SECTION)
+SINK_HEAD = (1, 0)  # (block, head) of the sink in `emergence_frame`
+
+
+def emergence_frame(
+    trained: float = 0.95,
+    initial: float = 0.03,
+    tail: float = 1e-5,
+    spread: float = 0.0,
+    sequences: int = 8,
+) -> pd.DataFrame:
+    """2 blocks x 2 heads at steps 0, 100 and 400 over `sequences` held-out sequences: at
+    step 0 every head's first-token weight is `initial` and its tail mass 0.9; after training
+    the sink head (SINK_HEAD) puts `trained` on the first token with tail mass `tail`, the
+    others 0.05 with tail mass 0.5 (an even smaller 1e-9 for head (0, 1): concentrated, not on
+    the first token); `spread` is each sequence's noise on the sink head's weight."""
+    rows = []
+    for step in (0, 100, 400):
+        for block, head, sequence in itertools.product(range(2), range(2), range(sequences)):
+            first, mass = initial, 0.9
+            if step == 400:
+                sink = (block, head) == SINK_HEAD
+                first = min(1.0, trained * noise(spread, sequence)) if sink else 0.05
+                mass = tail if sink else (1e-9 if (block, head) == (0, 1) else 0.5)
+            rows.append(
+                {"model": "trained-backcopy", "step": step, "block": block, "head": head}
+                | {"sequence": sequence, "first_token": first, "tail_mass": mass}
+            )
+    return pd.DataFrame(rows)
+
+
+def sink_claim(checked, emergence=None, heads=None):
+    tables = {
+        _common.EMERGENCE: checked(
+            emergence_frame() if emergence is None else emergence, SinkEmergence
+        ),
+        _common.SINKS: checked(sinks_frame() if heads is None else heads, AttentionSinks),
+    }
+    return sinks.attention_sinks(tables, SECTION)
 
 
 @pytest.mark.parametrize(
-    ("trained", "random", "verdict"),
-    [(0.9, 0.02, HOLDS), (0.45, 0.02, FAILS), (0.9, 0.3, FAILS), (0.9, 0.6, FAILS)],
+    ("trained", "initial", "tail", "verdict"),
+    [
+        (0.95, 0.03, 1e-5, HOLDS),
+        (0.3, 0.03, 1e-5, FAILS),  # concentrated, but not on the first token
+        (0.95, 0.7, 1e-5, FAILS),  # a sink before any training
+        (0.95, 0.03, 0.2, FAILS),  # on the first token, but the tail fell only 4.5-fold
+    ],
 )
-def test_sink_claim_needs_sink_heads_and_concentration_beyond_random(
-    checked, trained, random, verdict
+def test_sink_claim_needs_a_sink_after_training_none_before_and_a_falling_tail(
+    checked, trained, initial, tail, verdict
 ):
-    """A sink head (median p_max >= 1/2) in the trained model, none in the random one, and the
-    median over heads at least 2x the random model's."""
-    finding = sink_heads(checked, sinks_frame(trained, random))
+    finding = sink_claim(checked, emergence_frame(trained, initial, tail))
     assert finding.verdict == verdict
-    sink_heads_ = int(trained >= 0.5)
-    assert f"{sink_heads_} of 8 heads with median p_max >= 0.5" in finding.value
     named = terms(finding)
     assert list(named) == [
-        "median p_max, trained/random",
-        "sink heads, random-gpt2",
-        "sink heads, trained-small",
+        "largest first-token weight, trained",
+        "largest first-token weight, initialization",
+        "sink head's tail mass, initialization / trained",
     ]
-    assert named["sink heads, trained-small"].verdict == (HOLDS if trained >= 0.5 else FAILS)
-    assert named["sink heads, random-gpt2"].verdict == (HOLDS if random < 0.5 else FAILS)
-    ratio = named["median p_max, trained/random"]
-    assert ratio.estimate.point == pytest.approx(trained / 2 / random)
-    assert ratio.verdict == (HOLDS if trained / 2 / random >= 2 else FAILS)
+    assert named["largest first-token weight, trained"].estimate.point == pytest.approx(
+        max(trained, 0.05)
+    )
+    assert named["largest first-token weight, initialization"].estimate.point == pytest.approx(
+        initial
+    )
+    fall = named["sink head's tail mass, initialization / trained"]
+    assert fall.estimate.point == pytest.approx(0.9 / tail) if trained > 0.05 else True
+    assert named["largest first-token weight, trained"].criterion.text == ">= 0.5"
+    assert named["largest first-token weight, initialization"].criterion.text == "< 0.5"
+
+
+def test_the_sink_head_is_the_trained_model_s_largest_first_token_weight(checked):
+    """Head (0, 1) has the smallest tail, but attends elsewhere: the fall is the sink's."""
+    fall = terms(sink_claim(checked))["sink head's tail mass, initialization / trained"]
+    assert fall.estimate.point == pytest.approx(0.9 / 1e-5)
 
 
 @pytest.mark.parametrize(
-    ("random", "spread", "expected"),
-    [(0.18, 0.05, HOLDS), (0.2, 0.4, UNDECIDED), (0.22, 0.05, FAILS)],
+    ("trained", "spread", "expected"),
+    [(0.62, 0.05, HOLDS), (0.52, 0.3, UNDECIDED), (0.4, 0.05, FAILS)],
     ids=["narrow-pass", "straddle", "narrow-fail"],
 )
-def test_sink_concentration_decided_by_its_interval_over_heads(checked, random, spread, expected):
-    finding = sink_heads(checked, sinks_frame(0.8, random, spread))
-    term = terms(finding)["median p_max, trained/random"]
-    assert term.verdict == expected and finding.verdict == expected
-    assert straddles(term, _common.FACTOR) == (expected == UNDECIDED)
-    assert (term.estimate.basis, term.estimate.units) == ("bootstrap over heads", 8)
-    assert finding.value.endswith(f"; median p_max trained/random {term.estimate.text()}")
+def test_sink_weight_decided_by_its_interval_over_sequences(checked, trained, spread, expected):
+    finding = sink_claim(checked, emergence_frame(trained, spread=spread))
+    term = terms(finding)["largest first-token weight, trained"]
+    assert term.verdict == expected
+    assert straddles(term, 0.5) == (expected == UNDECIDED)
+    assert (term.estimate.basis, term.estimate.units) == ("bootstrap over sequences", 8)
 
 
-def test_sink_claim_reports_the_heads_in_n3_s_strong_sink_regime(checked):
-    finding = sink_heads(checked, sinks_frame(1 - 2.0**-9))
-    assert finding.value.startswith(
-        "random-gpt2: median p_max 0.02, first-token weight 0.00667, 0 of 8 heads with median "
-        "p_max >= 0.5, 0 with p99 of p_max >= 1 - 2^-8; trained-small: median p_max 0.499"
+def test_sink_claim_compares_the_last_checkpoint_with_step_0(checked):
+    frame = emergence_frame()
+    middle = (frame.step == 100) & (frame.block == 0) & (frame["head"] == 0)
+    frame.loc[middle, "first_token"] = 0.99  # a transient sink, gone by the last step
+    assert sink_claim(checked, frame).value == sink_claim(checked).value
+
+
+def test_sink_claim_reports_the_text_model_s_concentrated_heads_with_their_first_token(checked):
+    finding = sink_claim(checked, heads=sinks_frame(0.6, 0.01))
+    for part in (
+        "trained-backcopy, step 400: largest first-token weight 0.95",
+        "(step 0: 0.03), 1 of 4 heads at >= 0.5; sink head's tail mass fell 9e+04",
+        "-fold to 1e-05",
+        "(bf16's 2^-8: 0.00391); ",
+    ):
+        assert part in finding.value
+    assert finding.value.endswith(
+        "random-gpt2: 0 of 4 heads with median p_max >= 0.5; trained-small: 1 of 4 heads with "
+        "median p_max >= 0.5 (first-token weight 0.01)"
     )
-    assert "1 with p99 of p_max >= 1 - 2^-8" in finding.value
-
-
-def test_sink_contrast_is_the_least_concentrated_trained_over_the_most_concentrated_random(
-    checked,
-):
-    frame = sinks_frame(0.9)
-    other_random = frame[frame.weights == "random"].assign(model="random-b")
-    other_random[["p50"]] = 0.1
-    other_trained = frame[frame.weights == "trained"].assign(model="trained-b")
-    other_trained[["p50"]] = 0.6
-    finding = sink_heads(checked, pd.concat([frame, other_random, other_trained]))
-    assert terms(finding)["median p_max, trained/random"].estimate.point == pytest.approx(4.5)
-    assert list(terms(finding))[1:] == [
-        "sink heads, random-b",
-        "sink heads, random-gpt2",
-        "sink heads, trained-b",
-        "sink heads, trained-small",
-    ]
-
-
-def test_strong_sink_heads_counted_at_the_regime_s_edge(checked):
-    finding = sink_heads(checked, sinks_frame(1 - 2.0**-8))
-    assert "8 heads with median p_max >= 0.5, 1 with p99 of p_max >= 1 - 2^-8" in finding.value
-
-
-def test_sink_claim_counts_exactly_at_one_half(checked):
-    finding = sink_heads(checked, sinks_frame(0.5))
-    assert verdict_of(finding, "sink heads, trained-small") == HOLDS
-    count = terms(finding)["sink heads, trained-small"]
-    assert count.estimate.basis == "exact count over the model's heads"
-    assert count.criterion.text == ">= 1"
-    assert terms(finding)["sink heads, random-gpt2"].criterion.text == "<= 0"
-
-
-def test_sink_claim_leaves_pretrained_models_out_of_the_test(checked):
-    frame = sinks_frame(0.9)
-    pretrained = frame[frame.weights == "random"].assign(weights="pretrained", model="hub")
-    pretrained["p50"] = 0.95
-    finding = sink_heads(checked, pd.concat([frame, pretrained]))
-    assert finding.verdict == HOLDS and "hub" not in finding.value
-    assert "sink heads, hub" not in terms(finding)
-
-
-def test_sink_claim_not_run_without_a_trained_model(checked):
-    frame = sinks_frame(0.9)
-    assert sink_heads(checked, frame[frame.weights == "random"]) is None
-    assert sink_heads(checked, frame[frame.weights == "trained"]) is None
 
 
 # --- the tiny run -----------------------------------------------------------------------------

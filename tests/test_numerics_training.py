@@ -90,6 +90,13 @@ def test_the_rate_warms_up_linearly_then_decays_by_a_cosine_to_a_tenth():
     assert _rate(104, settings) == pytest.approx(0.1)
 
 
+def test_a_final_rate_of_one_holds_the_rate_after_the_warm_up():
+    settings = replace(SETTINGS, steps=104, warmup=4, final_rate=1.0)
+    assert _rate(1, settings) == 0.5
+    assert {_rate(s, settings) for s in range(3, 105)} == {1.0}
+    assert _rate(54, replace(settings, final_rate=0.5)) == pytest.approx(0.75)
+
+
 def test_write_corpus_saves_a_tokenizer_of_the_configured_vocabulary(tmp_path):
     from transformers import AutoTokenizer
 

@@ -31,12 +31,13 @@ def table_job(
     outputs: type[Table] | Mapping[str, type[Table]],
     inputs: Mapping[str, type[Table]] | None = None,
     carry: str | None = None,
+    dtype: str = "float64",
 ) -> None:
     """Read the rule's input tables named in `inputs` (each checked against its model), call
     `compute(tables, settings)` and write what it returns: one table to the rule's only output
     where `outputs` is one model, else {output name: table}, each checked against
     `outputs[name]`. With `carry` (an input's name) the outputs carry that input's provenance;
-    without, they record a CPU float64 computation from the run's seed."""
+    without, they record a CPU computation in `dtype` from the run's seed."""
     setup_logging(snakemake.log[0])
     paths = {name: getattr(snakemake.input, name) for name in inputs or {}}
     own = snakemake.params.settings
@@ -49,15 +50,15 @@ def table_job(
     else:
         written, frames = {0: (snakemake.output[0], outputs)}, {0: computed}
     for name, (path, model) in written.items():
-        frame = _with_provenance(frames[name], settings, tables[carry] if carry else None)
+        frame = _with_provenance(frames[name], settings, tables[carry] if carry else None, dtype)
         write_table(frame, path, model, settings)
 
 
 def _with_provenance(
-    frame: pd.DataFrame, settings: Mapping[str, Any], source: pd.DataFrame | None
+    frame: pd.DataFrame, settings: Mapping[str, Any], source: pd.DataFrame | None, dtype: str
 ) -> pd.DataFrame:
-    """`frame` with the provenance of `source`, or of a CPU float64 computation."""
+    """`frame` with the provenance of `source`, or of a CPU computation in `dtype`."""
     if source is None:
-        return with_provenance(frame, seed=settings["seed"], device="cpu", dtype="float64")
+        return with_provenance(frame, seed=settings["seed"], device="cpu", dtype=dtype)
     provenance = source[columns_of(Provenance)].iloc[[0]].to_dict("records")[0]
     return frame.assign(**provenance)

@@ -2,7 +2,7 @@
 # Every (model, α, storage group) of the GPT-2 runs and every model's weight magnitudes is a
 # sweep item (transformer_stability/numerics/items.py, chunk rules in sweeps.smk); the synthetic
 # bound experiments are one job each.
-from transformer_stability.numerics.tables import Gpt2Training
+from transformer_stability.numerics.tables import Gpt2Training, SinkEmergence, SinkTraining
 from transformer_stability.numerics.items import BOUND_EXPERIMENTS
 
 
@@ -67,3 +67,23 @@ rule numerics_train:
         settings=config_slice(config, TABLE_SETTINGS[meta(Gpt2Training)["path"]]),
     script:
         "../scripts/numerics_train.py"
+
+
+# Claim N.9's model (numerics/backcopy.py): a GPT-2 trained on the Bigram-Backcopy task, its
+# heads measured from the random initialization to the end of training.
+rule numerics_sinks:
+    input:
+        sources=code("numerics_sinks.py"),
+    output:
+        emergence=result(SinkEmergence),
+        training=result(SinkTraining),
+    log:
+        "results/logs/numerics/sinks.log",
+    benchmark:
+        "results/benchmarks/numerics/sinks.tsv"
+    conda:
+        "../../envs/pipeline.yaml"
+    params:
+        settings=table_settings("numerics_sinks"),
+    script:
+        "../scripts/numerics_sinks.py"

@@ -21,7 +21,8 @@ HUB_TIMEOUT_S = 3.0
 
 def config_errors(numerics: dict[str, Any]) -> list[str]:
     """Model entries: unique names, a complete custom shape, no pretrained custom shapes, a
-    trained model that fits the tokenizer and the input length."""
+    trained model that fits the tokenizer and the input length; N.9's sink model's shape and
+    task."""
     checks = []
     names = [numerics_model_name(m["weights"], m["size"]) for m in numerics["models"]]
     for i, entry in enumerate(numerics["models"]):
@@ -49,7 +50,26 @@ def config_errors(numerics: dict[str, Any]) -> list[str]:
         ]
         if entry["weights"] == "trained":
             checks += _trained_checks(key, entry, numerics)
+    checks += _sink_checks(numerics["sinks"])
     return [f"config key '{key}': {message}" for ok, key, message in checks if not ok]
+
+
+def _sink_checks(sinks: dict[str, Any]) -> list[tuple[bool, str, str]]:
+    """N.9's model: heads that divide its width, and ordinary tokens besides the triggers."""
+    model, task = sinks["model"], sinks["task"]
+    return [
+        (
+            model["width"] % model["heads"] == 0,
+            "numerics.sinks.model.heads",
+            f"{model['heads']} does not divide numerics.sinks.model.width = {model['width']}",
+        ),
+        (
+            task["triggers"] < task["vocab"],
+            "numerics.sinks.task.triggers",
+            f"{task['triggers']} leaves no ordinary token of numerics.sinks.task.vocab = "
+            f"{task['vocab']}",
+        ),
+    ]
 
 
 def _trained_checks(

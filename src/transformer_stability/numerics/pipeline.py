@@ -23,6 +23,8 @@ from transformer_stability.numerics.tables import (
     Lipschitz,
     Norms,
     RecursionSources,
+    SinkEmergence,
+    SinkTraining,
     Softmax,
 )
 from transformer_stability.plotting import figures_in
@@ -75,6 +77,9 @@ SETTINGS = {
     Lipschitz: ("seed", "numerics.lipschitz"),
     # the trained models' loss curves (numerics/training.py)
     Gpt2Training: _MODELS,
+    # the Bigram-Backcopy model's heads along training (numerics/backcopy.py)
+    SinkEmergence: ("seed", "numerics.sinks"),
+    SinkTraining: ("seed", "numerics.sinks"),
 }
 
 STUDY = Study(

@@ -160,6 +160,51 @@ class Gpt2Training(Table):
         metadata = {"path": "numerics/gpt2_training.csv", "rule": "numerics_train"}
 
 
+class SinkEmergence(Table):
+    """The Bigram-Backcopy model's heads along training (numerics/backcopy.py): per checkpoint,
+    block, head and held-out sequence, over the rows of the second half of the sequence."""
+
+    model: Series[str] = pa.Field(description="the model's name")
+    step: Series[int] = pa.Field(ge=0, description="the optimizer step (0: the initialization)")
+    block: Series[int] = pa.Field(ge=0, description="the block")
+    head: Series[int] = pa.Field(ge=0, description="the head")
+    sequence: Series[int] = pa.Field(ge=0, description="the held-out sequence")
+    first_token: Series[float] = pa.Field(
+        ge=0, le=1, description="the mean weight on the first token (BOS)"
+    )
+    tail_mass: Series[float] = pa.Field(
+        ge=0, le=1, description="the median over the rows of 1 - p_max (the other entries' sum)"
+    )
+
+    class Config:
+        metadata = {"path": "numerics/sink_emergence.csv", "rule": "numerics_sinks"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        sinks = config["numerics"]["sinks"]
+        heads = sinks["model"]["layers"] * sinks["model"]["heads"]
+        return (1 + len(sinks["checkpoints"])) * heads * sinks["sequences"]
+
+
+class SinkTraining(Table):
+    """The Bigram-Backcopy model's held-out loss per checkpoint and sequence, beside the task's
+    Bayes loss on the same sequence (nats per predicted token)."""
+
+    model: Series[str] = pa.Field(description="the model's name")
+    step: Series[int] = pa.Field(ge=0, description="the optimizer step (0: the initialization)")
+    sequence: Series[int] = pa.Field(ge=0, description="the held-out sequence")
+    loss: Series[float] = pa.Field(gt=0, description="the model's cross-entropy")
+    bayes_loss: Series[float] = pa.Field(ge=0, description="the task's own conditional law's")
+
+    class Config:
+        metadata = {"path": "numerics/sink_training.csv", "rule": "numerics_sinks"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        sinks = config["numerics"]["sinks"]
+        return (1 + len(sinks["checkpoints"])) * sinks["sequences"]
+
+
 class Norms(Table):
     """LayerNorm and RMSNorm: conditions, measured errors and their bounds."""
 
@@ -247,6 +292,8 @@ TABLES = (
     Gpt2Weights,
     AttentionSinks,
     Gpt2Training,
+    SinkEmergence,
+    SinkTraining,
     Norms,
     Softmax,
     Lipschitz,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -89,22 +89,31 @@ def token_stream(tokenizer: GPT2TokenizerFast, path: Path) -> torch.Tensor:
     return torch.tensor(tokenizer(path.read_text(encoding="utf-8"))["input_ids"])
 
 
-@dataclass(frozen=True)
-class TrainingSettings:
-    """AdamW on random windows of `positions` tokens; linear warm-up, then cosine decay to
-    a tenth of the rate; the held-out loss every `eval_every` steps."""
+@dataclass(frozen=True, kw_only=True)
+class OptimizerSettings:
+    """AdamW for `steps` steps of `batch` sequences: linear warm-up, then cosine decay to
+    `final_rate` x the rate (1: a constant rate)."""
 
     steps: int
     batch: int
     lr: float
     warmup: int
     weight_decay: float
+    final_rate: float = 0.1
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingSettings(OptimizerSettings):
+    """The text model's optimizer, and its held-out loss on `eval_windows` fixed windows every
+    `eval_every` steps."""
+
     eval_every: int
     eval_windows: int
 
     @classmethod
     def from_config(cls, training: Mapping[str, Any]) -> TrainingSettings:
-        return cls(**{name: training[name] for name in cls.__dataclass_fields__})
+        names = set(cls.__dataclass_fields__) & set(training)
+        return cls(**{name: training[name] for name in names})
 
 
 def _windows(
@@ -115,16 +124,38 @@ def _windows(
     return torch.stack([stream[s : s + length] for s in starts.tolist()])
 
 
-def _rate(step: int, settings: TrainingSettings) -> float:
+def _rate(step: int, settings: OptimizerSettings) -> float:
     """The learning rate's multiplier at `step` (0-based)."""
     if step < settings.warmup:
         return (step + 1) / settings.warmup
     progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
-    return 0.1 + 0.45 * (1 + math.cos(math.pi * progress))
+    final = settings.final_rate
+    return final + (1 - final) / 2 * (1 + math.cos(math.pi * progress))
 
 
 def _loss(model: GPT2LMHeadModel, ids: torch.Tensor) -> torch.Tensor:
     return model(input_ids=ids, labels=ids).loss
+
+
+def adamw_steps(
+    model: GPT2LMHeadModel,
+    settings: OptimizerSettings,
+    batch: Callable[[], torch.Tensor],
+    after_step: Callable[[int, float], None],
+) -> None:
+    """Train `model` in place on the batches `batch()` draws (token ids; next-token loss),
+    calling `after_step(step, loss)` after each step (1-based)."""
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay
+    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _rate(s, settings))
+    for step in range(1, settings.steps + 1):
+        loss = _loss(model, batch())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        after_step(step, float(loss.detach()))
 
 
 def train_gpt2(
@@ -138,25 +169,21 @@ def train_gpt2(
     loss averaged since the last log line, held-out loss on fixed windows) as a long table."""
     generator = torch.Generator().manual_seed(seed)
     model = random_gpt2(spec, generator).eval()  # eval: no dropout, no global random state
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, betas=(0.9, 0.95), weight_decay=settings.weight_decay
-    )
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _rate(s, settings))
     probe = _windows(heldout, spec.positions, settings.eval_windows, generator)
     rows, recent = [], []
-    for step in range(1, settings.steps + 1):
-        loss = _loss(model, _windows(train, spec.positions, settings.batch, generator))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        recent.append(float(loss.detach()))
+
+    def record(step: int, loss: float) -> None:
+        recent.append(loss)
         if step % settings.eval_every == 0 or step == settings.steps:
             with torch.no_grad():
                 held = float(_loss(model, probe))
-            rows += [(step, "train", sum(recent) / len(recent)), (step, "heldout", held)]
+            rows.extend([(step, "train", sum(recent) / len(recent)), (step, "heldout", held)])
             log.info("step %d: train %.3f, held-out %.3f", step, rows[-2][2], held)
-            recent = []
+            recent.clear()
+
+    adamw_steps(
+        model, settings, lambda: _windows(train, spec.positions, settings.batch, generator), record
+    )
     table = pd.DataFrame(rows, columns=["step", "split", "loss"])
     return model, table.assign(weights=spec.weights, model=spec.name)
 

@@ -78,8 +78,9 @@ over the rows, bar p25-p75), one colour per model: random models read synthetic 
 ones (weights: trained, trained by the pipeline on WordNet's glosses) the held-out glosses. Left:
 the tail mass 1 - p_max, with the sink strengths of N6's synthetic softmax rows dotted across
 (where the softmax bound of claim N.3 tightens as the tail mass falls). Right: the weight on the
-first token, where sinks of trained language models sit. The comparison is claim N.9 in
-results/claims.csv.
+first token, where sinks of trained language models sit: a head concentrated with little
+weight there attends elsewhere (a delimiter) and is no sink. Claim N.9 (results/claims.csv)
+tests the growth of sinks on the Bigram-Backcopy model of figure N10 and reports these heads.
 """,
     labels=gpt2_labels("N9", "attention sinks per head", "float32"),
 )
