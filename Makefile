@@ -8,8 +8,8 @@ STAMP := $(VENV)/.installed
 LOCK := requirements/lock.txt
 export PATH := $(abspath $(BIN)):$(PATH)
 # Bytecode is written as modules are first imported, so only what the pipeline and the tests
-# import is compiled (a few hundred of the environment's 16,000 files), each once: a machine that
-# sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
+# import is compiled (after `make test`, about a third of the environment's 16,000 files), each
+# once: a machine that sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation
