@@ -41,14 +41,9 @@ def sink_emergence_figure(emergence: pd.DataFrame, training: pd.DataFrame) -> Fi
     losses = training.groupby("step")[["loss", "bayes_loss"]].mean()
     axes[2].plot(losses.index, losses.loss, "o-", ms=3, color="black", label="model")
     axes[2].plot(losses.index, losses.bayes_loss, ls="--", color="grey", label="Bayes loss")
-    steps = sorted(emergence.step.unique())
     for ax in axes:
-        # linear up to the first checkpoint, logarithmic beyond: step 0 is drawn
-        ax.set_xscale("symlog", linthresh=steps[1])
-        ax.set_xticks(steps, [str(step) for step in steps], rotation=45, fontsize=7)
-        ax.minorticks_off()
         ax.set_xlabel("training step (0: initialization)")
-        ax.legend(fontsize=7, ncols=2)
+        ax.legend(fontsize=7, ncols=2, title="block.head" if ax is not axes[2] else None)
     axes[0].set(ylim=(0, 1), ylabel="weight on the first token (BOS)", title="sink weight")
     axes[1].set(yscale="log", ylabel="1 - p_max (late rows)", title="tail mass")
     axes[2].set(ylabel="held-out cross-entropy (nats)", title="the task learned")
