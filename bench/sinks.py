@@ -50,7 +50,8 @@ def main() -> None:
         print(
             f"seed {seed}: {cpu:.0f} CPU s; largest first-token weight {means[0].max():.3f} at "
             f"step 0, {means[last].max():.3f} at step {last}; {(means[last] >= 0.5).sum()} of "
-            f"{len(means[last])} heads >= 0.5; sink head {sink[0]}.{sink[1]}: tail {tails[0][sink]:.2g} -> "
+            f"{len(means[last])} heads >= 0.5; sink head {sink[0]}.{sink[1]}: tail "
+            f"{tails[0][sink]:.2g} -> "
             f"{tails[last][sink]:.2g}"
         )
 

@@ -2,7 +2,11 @@
 # Every (model, α, storage group) of the GPT-2 runs and every model's weight magnitudes is a
 # sweep item (transformer_stability/numerics/items.py, chunk rules in sweeps.smk); the synthetic
 # bound experiments are one job each.
-from transformer_stability.numerics.tables import Gpt2Training, SinkEmergence, SinkTraining
+from transformer_stability.numerics.tables import (
+    Gpt2Training,
+    SinkEmergence,
+    SinkTraining,
+)
 from transformer_stability.numerics.items import BOUND_EXPERIMENTS
 
 
