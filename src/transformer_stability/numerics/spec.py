@@ -14,6 +14,7 @@ TOKENIZER_DIR = f"{TRAINED_DIR}/tokenizer"
 MODELS_DIR = f"{TRAINED_DIR}/models"
 TRAIN_TEXT, HELDOUT_TEXT = f"{TRAINED_DIR}/train.txt", f"{TRAINED_DIR}/heldout.txt"
 SINK_MODEL = "trained-backcopy"  # claim N.9's Bigram-Backcopy model (numerics/backcopy.py)
+SINK_WEIGHT = 0.5  # a sink head: most of its late rows' weight on the first token (claim N.9)
 GPT2_VOCAB = 50257
 GPT2_POSITIONS = 1024
 # (layers, width, heads) of the released GPT-2 family, shared by config validation (config.py)

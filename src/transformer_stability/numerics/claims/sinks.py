@@ -13,10 +13,9 @@ from transformer_stability import verdicts
 from transformer_stability.claims import ClaimSpec, Finding
 from transformer_stability.numerics.claims._common import EMERGENCE, SINKS, UNITS, Tables, _g
 from transformer_stability.numerics.items import format_unit_roundoff
-from transformer_stability.numerics.spec import SINK_MODEL
+from transformer_stability.numerics.spec import SINK_MODEL, SINK_WEIGHT
 from transformer_stability.verdicts import Term, at_least, below
 
-SINK = 0.5  # a sink head: most of its late rows' mass on the first token
 FALL = 10.0  # the sink head's tail mass falls at least tenfold from its initialization
 
 
@@ -26,11 +25,16 @@ def _head_medians(sinks: pd.DataFrame, statistic: str) -> pd.Series:
     return rows.set_index(["weights", "model", "block", "head"]).p50
 
 
+def _first_token_means(frame: pd.DataFrame) -> pd.Series:
+    """Per (step, block, head): the head's mean first-token weight over the sequences."""
+    return frame.groupby(["step", "block", "head"]).first_token.mean()
+
+
 def _emergence(frame: pd.DataFrame, last: int) -> pd.Series:
     """At initialization (step 0) and after training (`last`): the largest mean first-token
     weight over the heads; the sink head's (the largest after training) median tail mass after
     training, and its fall from step 0."""
-    means = frame.groupby(["step", "block", "head"]).first_token.mean()
+    means = _first_token_means(frame)
     tails = frame.groupby(["step", "block", "head"]).tail_mass.median()
     sink = means[last].idxmax()
     return pd.Series(
@@ -49,10 +53,10 @@ def _delimiters(sinks: pd.DataFrame) -> str:
     p_max, first = _head_medians(sinks, "p_max"), _head_medians(sinks, "first_token")
     parts = []
     for model, heads in p_max.groupby(level="model", sort=False):
-        found = heads[heads >= SINK]
+        found = heads[heads >= SINK_WEIGHT]
         weights_on_first = ", ".join(_g(first[key]) for key in found.index)
         parts.append(
-            f"{model}: {len(found)} of {len(heads)} heads with median p_max >= {SINK:g}"
+            f"{model}: {len(found)} of {len(heads)} heads with median p_max >= {SINK_WEIGHT:g}"
             + (f" (first-token weight {weights_on_first})" if len(found) else "")
         )
     return "; ".join(parts)
@@ -68,17 +72,21 @@ def attention_sinks(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     last = int(emergence.step.max())
     frame = emergence[emergence.step.isin([0, last])]
     found = verdicts.bootstrap(frame, lambda f: _emergence(f, last), "sequence", "sequences")
-    means = frame[frame.step == last].groupby(["block", "head"]).first_token.mean()
+    means = _first_token_means(frame)[last]
     value = (
         f"{SINK_MODEL}, step {last}: largest first-token weight {found['trained'].text()} "
-        f"(step 0: {found['initialization'].text()}), {int((means >= SINK).sum())} of "
-        f"{len(means)} heads at >= {SINK:g}; sink head's tail mass fell "
+        f"(step 0: {found['initialization'].text()}), {int((means >= SINK_WEIGHT).sum())} of "
+        f"{len(means)} heads at >= {SINK_WEIGHT:g}; sink head's tail mass fell "
         f"{found['fall'].text()}-fold to {found['tail'].text()} (bf16's 2^-8: "
         f"{_g(format_unit_roundoff('bf16'))}); " + _delimiters(tables[SINKS])
     )
     terms = (
-        Term("largest first-token weight, trained", found["trained"], at_least(SINK)),
-        Term("largest first-token weight, initialization", found["initialization"], below(SINK)),
+        Term("largest first-token weight, trained", found["trained"], at_least(SINK_WEIGHT)),
+        Term(
+            "largest first-token weight, initialization",
+            found["initialization"],
+            below(SINK_WEIGHT),
+        ),
         Term("sink head's tail mass, initialization / trained", found["fall"], at_least(FALL)),
     )
     return Finding(
@@ -96,11 +104,12 @@ N9 = ClaimSpec(
     "random-weight attention stays spread.",
     criterion=f"on a GPT-2 trained on the Bigram-Backcopy task (BOS first), over the rows of "
     f"the second half of held-out sequences: after training some head's mean weight on the "
-    f"first token >= {SINK:g} (a sink head), at initialization every head's < {SINK:g} (the "
-    f"same model, sequences and T), and the sink head's median tail mass 1 - p_max falls "
-    f">= {FALL:g}-fold; each over its whole bootstrap interval (held-out sequences). The "
-    f"GPT-2 models' heads with median p_max >= {SINK:g} are reported with their first-token "
-    f"weight (a head concentrated elsewhere, e.g. on a delimiter, is no sink)",
+    f"first token >= {SINK_WEIGHT:g} (a sink head), at initialization every head's "
+    f"< {SINK_WEIGHT:g} (the same model, sequences and T), and the sink head's median tail "
+    f"mass 1 - p_max falls >= {FALL:g}-fold; each over its whole bootstrap interval (held-out "
+    f"sequences). The GPT-2 models' heads with median p_max >= {SINK_WEIGHT:g} are reported "
+    f"with their first-token weight (a head concentrated elsewhere, e.g. on a delimiter, is no "
+    f"sink)",
     figure="N10",
     tables=(EMERGENCE, SINKS),
     test=attention_sinks,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from transformer_stability.numerics.items import format_unit_roundoff
-from transformer_stability.numerics.spec import SINK_MODEL
+from transformer_stability.numerics.spec import SINK_MODEL, SINK_WEIGHT
 from transformer_stability.numerics.style import TAB10
 from transformer_stability.numerics.tables import SinkEmergence, SinkTraining
 from transformer_stability.plotting import FigureSpec, set_style, subplots
@@ -15,8 +15,6 @@ from transformer_stability.plotting import FigureSpec, set_style, subplots
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-SINK = 0.5  # a sink head: most of its late rows' mass on the first token (claim N.9)
 
 
 def _bands(ax: Axes, table: pd.DataFrame, column: str) -> None:
@@ -35,7 +33,7 @@ def sink_emergence_figure(emergence: pd.DataFrame, training: pd.DataFrame) -> Fi
     set_style()
     fig, axes = subplots(1, 3, figsize=(13, 3.8))
     _bands(axes[0], emergence, "first_token")
-    axes[0].axhline(SINK, color="black", lw=0.8, ls="--", label=f"sink: {SINK:g}")
+    axes[0].axhline(SINK_WEIGHT, color="black", lw=0.8, ls="--", label=f"sink: {SINK_WEIGHT:g}")
     _bands(axes[1], emergence, "tail_mass")
     axes[1].axhline(format_unit_roundoff("bf16"), color="grey", lw=0.8, ls=":", label="2^-8")
     losses = training.groupby("step")[["loss", "bayes_loss"]].mean()
