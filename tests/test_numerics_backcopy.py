@@ -23,6 +23,7 @@ SMALL = {
     "training": {"batch": 8, "lr": 0.01, "warmup": 5, "weight_decay": 0.0, "final_rate": 1.0},
     "checkpoints": [60, 10],
     "sequences": 6,
+    "formats": ["m7", "fp16"],
 }
 
 
@@ -114,6 +115,8 @@ def test_the_experiment_reads_its_config():
     assert experiment.optimizer.steps == 60 and experiment.checkpoints == (0, 10, 60)
     assert experiment.spec.vocab == 13 and experiment.spec.positions == 16
     assert experiment.spec.shape() == (1, 16, 2)
+    assert [f.name for f in experiment.formats] == ["m7", "fp16"]
+    assert experiment.formats[1].dtype == torch.float16
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +126,7 @@ def emergence():
 
 
 def test_training_lowers_the_held_out_loss_toward_the_bayes_loss(emergence):
-    heads, losses = emergence
+    heads, losses, _ = emergence
     mean = losses.groupby("step")[["loss", "bayes_loss"]].mean()
     assert list(mean.index) == [0, 10, 60]
     assert mean.loss[60] < mean.loss[0] - 0.3
@@ -137,3 +140,14 @@ def test_the_sink_experiment_repeats_itself_bit_for_bit(emergence):
         assert first.equals(second)
     other = sink_emergence(SMALL, seed=4)
     assert not emergence[1].equals(other[1])
+
+
+def test_the_rows_are_evaluated_at_the_initialization_and_after_training(emergence):
+    """Both ends, every format, head, sequence and late query (8 of 16); no error above its
+    bound; the same row's tail mass in every format."""
+    rows = emergence[2]
+    assert sorted(rows.step.unique()) == [0, 60] and set(rows.format) == {"m7", "fp16"}
+    assert len(rows) == 2 * 2 * 1 * 2 * 6 * 8 and set(rows["query"]) == set(range(8, 16))
+    assert (rows.measured <= rows.bound).all()
+    tails = rows.pivot_table("tail_mass", ["step", "block", "head", "sequence", "query"], "format")
+    assert (tails.m7 == tails.fp16).all()

@@ -38,6 +38,7 @@ from transformer_stability.numerics.tables import (
     Norms,
     RecursionSources,
     SinkEmergence,
+    SinkSoftmax,
     Softmax,
 )
 from transformer_stability.provenance import with_provenance
@@ -225,6 +226,36 @@ def softmax_frame(
     return pd.DataFrame(rows)
 
 
+SINK_TAILS = tuple(10.0 ** np.arange(-12, -2))  # 1e-12 .. 1e-3, one per decade
+
+
+def sink_rows_frame(
+    tails=SINK_TAILS,
+    bound_slope=1.0,
+    bound_over_error=3.0,
+    spread=0.0,
+    sequences=8,
+) -> pd.DataFrame:
+    """The trained model's own rows (sink_softmax.csv), m7: per held-out sequence one row at
+    each tail mass after training, bound 1e-3 (tail/1e-3)^(slope + log noise) and error
+    bound/(ratio x noise) with the sequence's noise; at step 0 one spread row (tail 0.9)."""
+    rows = []
+    for sequence in range(sequences):
+        z = np.log(noise(spread, sequence))
+        cells = [(0, 0.9, 0.04, 14.0)]
+        cells += [
+            (1500, t, 1e-3 * (t / 1e-3) ** (bound_slope + z), bound_over_error * np.exp(z))
+            for t in tails
+        ]
+        for query, (step, tail, bound, ratio) in enumerate(cells):
+            rows.append(
+                {"model": "trained-backcopy", "step": step, "format": "m7", "mantissa_bits": 7}
+                | {"block": 0, "head": 0, "sequence": sequence, "query": query}
+                | {"tail_mass": tail, "measured": bound / ratio, "bound": bound}
+            )
+    return pd.DataFrame(rows)
+
+
 def lipschitz_frame(
     seq_lens=(4, 16, 64, 256), growth=0.0, ball_bound=120.0, draws=2
 ) -> pd.DataFrame:
@@ -367,7 +398,8 @@ def test_each_sampled_table_names_its_units():
         _common.LIPSCHITZ: draws,
     }
     assert units["N.2"] == {_common.NORMS: samples}
-    assert units["N.3"] == units["N.4"] == {_common.SOFTMAX: samples}
+    assert units["N.3"] == {_common.SOFTMAX: samples, _common.SINK_ROWS: ("sequence",)}
+    assert units["N.4"] == {_common.SOFTMAX: samples}
     assert units["N.5"] == {_common.LIPSCHITZ: draws}
     assert units["N.6"] == units["N.7"] == units["N.8"] == {}
     assert units["N.9"] == {_common.EMERGENCE: ("sequence",), _common.SINKS: ("block", "head")}
@@ -418,7 +450,8 @@ def test_slope_of_a_power_law_and_nan_without_one():
 STATISTICS = {
     "N.1": "measured values above their bound; median bound/error",
     "N.2": "bulk error and bulk condition, LayerNorm / RMSNorm, at the largest M",
-    "N.3": "log-log slope of the evaluation bound vs 1 - p_max for 1 - p_max <= u; bound/error",
+    "N.3": "log-log slope of the evaluation bound vs 1 - p_max for 1 - p_max <= u; bound/error; "
+    "on synthetic sinks and on a trained model's attention rows",
     "N.4": "growth of the max relative error with the offset, unshifted vs shifted",
     "N.5": "per weight draw, log-log slope of the largest Lipschitz constant found / the n-free "
     "bound vs n; bound/found per n",
@@ -436,6 +469,7 @@ def test_every_claim_names_its_statistic(checked):
     tables = bound_tables(checked) | gpt2_tables(checked, errors=errors)
     tables[_common.SINKS] = checked(sinks_frame(), AttentionSinks)
     tables[_common.EMERGENCE] = checked(emergence_frame(), SinkEmergence)
+    tables[_common.SINK_ROWS] = checked(sink_rows_frame(), SinkSoftmax)
     for spec, finding in findings(CLAIMS, tables, SECTION):
         assert finding.statistic == STATISTICS[spec.id], spec.id
 
@@ -639,21 +673,40 @@ def test_norms_claim_not_run_without_a_massive_outlier(checked):
 # --- N.3 --------------------------------------------------------------------------------------
 
 
+def sink_bound(checked, frame: pd.DataFrame, rows: pd.DataFrame | None = None):
+    tables = {
+        _common.SOFTMAX: checked(frame, Softmax),
+        _common.SINK_ROWS: checked(sink_rows_frame() if rows is None else rows, SinkSoftmax),
+    }
+    return softmax_evaluation.sink_bound(tables, SECTION)
+
+
 def sink_finding(checked, **kwargs):
-    return softmax_evaluation.sink_bound(
-        {_common.SOFTMAX: checked(softmax_frame(**kwargs), Softmax)}, SECTION
-    )
+    return sink_bound(checked, softmax_frame(**kwargs))
+
+
+def real_rows_finding(checked, **kwargs):
+    return sink_bound(checked, softmax_frame(), sink_rows_frame(**kwargs))
 
 
 def test_sink_aware_bound_falls_with_tail_mass(checked):
     finding = sink_finding(checked)
     assert finding.verdict == HOLDS
     assert finding.value == (
-        "m7: shifted: bound slope 1, error slope 1; unshifted: bound slope 1, error slope 1 "
-        "(theory 1); median bound/error 4"
+        "synthetic rows, m7: shifted: bound slope 1, error slope 1; unshifted: bound slope 1, "
+        "error slope 1 (theory 1); median bound/error 4. trained-backcopy's own rows after "
+        "training, m7: 80 rows, 1 - p_max 1e-12 .. 0.001, bound slope 1, median bound/error 3, "
+        "median bound 5.5e-08 (at initialization 0.04, 1 - p_max 0.9)"
     )
     named = terms(finding)
-    assert list(named) == ["bound slope, shifted", "bound slope, unshifted", "median bound/error"]
+    assert list(named) == [
+        "bound slope, shifted",
+        "bound slope, unshifted",
+        "median bound/error",
+        "real rows, bound slope, m7",
+        "real rows, median bound/error, m7",
+    ]
+    assert named["real rows, bound slope, m7"].estimate.basis == "bootstrap over sequences"
     assert named["bound slope, shifted"].criterion.text == "in [0.8, 1.2]"
     assert named["median bound/error"].criterion.text == "<= 10"
     assert named["median bound/error"].estimate.basis == "bootstrap over samples"
@@ -691,7 +744,7 @@ def test_sink_slopes_per_mode(checked):
         (frame["mode"] == "unshifted") & (frame.metric == "l1_abs") & (frame.p_max == 1 - 1e-5)
     )
     frame.loc[smallest, "bound"] *= 10**0.2  # two decades: the slope falls by 0.1
-    finding = softmax_evaluation.sink_bound({_common.SOFTMAX: checked(frame, Softmax)}, SECTION)
+    finding = sink_bound(checked, frame)
     assert terms(finding)["bound slope, shifted"].estimate.point == pytest.approx(1.0)
     assert terms(finding)["bound slope, unshifted"].estimate.point == pytest.approx(0.9)
 
@@ -710,16 +763,14 @@ def test_sink_claim_reports_the_casts_up_to_their_own_u(checked):
     finding = sink_finding(
         checked, p_maxes=(0.5, 1 - 1e-3, 1 - 2.0**-11, 1 - 1e-5), cast_floor=1e-5
     )
-    assert finding.value.endswith("; torch casts, median bound/error: fp16 12")
+    assert "; torch casts, median bound/error: fp16 12. " in finding.value
 
 
 def test_sink_claim_reports_every_cast(checked):
     frame = softmax_frame(cast_floor=1e-5)
     bf16 = frame[frame.format == "fp16"].assign(format="bf16", mantissa_bits=7)
-    finding = softmax_evaluation.sink_bound(
-        {_common.SOFTMAX: checked(pd.concat([frame, bf16]), Softmax)}, SECTION
-    )
-    assert finding.value.endswith("; torch casts, median bound/error: bf16 12, fp16 20")
+    finding = sink_bound(checked, pd.concat([frame, bf16]))
+    assert "; torch casts, median bound/error: bf16 12, fp16 20. " in finding.value
 
 
 def test_flat_softmax_bound_fails_the_sink_claim(checked):
@@ -727,6 +778,60 @@ def test_flat_softmax_bound_fails_the_sink_claim(checked):
     assert verdict_of(finding, "bound slope, shifted") == FAILS
     assert terms(finding)["bound slope, shifted"].estimate.point == pytest.approx(0, abs=1e-9)
     assert "e-16, error slope 1; unshifted: bound slope " in finding.value
+
+
+@pytest.mark.parametrize(
+    ("slope", "spread", "expected"),
+    [(1.15, 0.02, HOLDS), (1.2, 0.3, UNDECIDED), (1.25, 0.02, FAILS), (0.75, 0.02, FAILS)],
+    ids=["narrow-pass", "straddle", "narrow-fail", "fail-below"],
+)
+def test_real_rows_bound_slope_decided_by_its_interval(checked, slope, spread, expected):
+    finding = real_rows_finding(checked, bound_slope=slope, spread=spread)
+    term = terms(finding)["real rows, bound slope, m7"]
+    assert term.verdict == expected and finding.verdict == expected
+    assert term.estimate.point == pytest.approx(slope, abs=0.01) and term.estimate.units == 8
+    assert straddles(term, 1.2) == (expected == UNDECIDED)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "spread", "expected"),
+    [(9.0, 0.02, HOLDS), (10.0, 0.3, UNDECIDED), (11.0, 0.02, FAILS)],
+    ids=["narrow-pass", "straddle", "narrow-fail"],
+)
+def test_real_rows_tightness_decided_by_its_interval(checked, ratio, spread, expected):
+    finding = real_rows_finding(checked, bound_over_error=ratio, spread=spread)
+    term = terms(finding)["real rows, median bound/error, m7"]
+    assert term.verdict == expected
+    assert straddles(term, 10.0) == (expected == UNDECIDED)
+
+
+def test_a_flat_bound_on_real_rows_fails_the_sink_claim(checked):
+    finding = real_rows_finding(checked, bound_slope=0.0)
+    assert verdict_of(finding, "real rows, bound slope, m7") == FAILS
+    assert finding.verdict == FAILS
+
+
+def test_real_rows_are_the_trained_sink_rows_below_u(checked):
+    """Rows above u = 2^-8 (a flat bound there) and the initialization's rows, even below u,
+    stay out of the slope; a second emulated format is a term of its own."""
+    rows = sink_rows_frame()
+    above = rows[rows.step == 1500].iloc[:8].assign(tail_mass=0.01, bound=0.5, query=99)
+    early = rows[rows.step == 1500].assign(step=0, bound=1.0)
+    m10 = rows.assign(format="m10", mantissa_bits=10)
+    m10 = m10[m10.tail_mass <= 2.0**-11]
+    finding = sink_bound(checked, softmax_frame(), pd.concat([rows, above, early, m10]))
+    named = terms(finding)
+    assert named["real rows, bound slope, m7"].estimate.point == pytest.approx(1.0)
+    assert named["real rows, bound slope, m10"].estimate.point == pytest.approx(1.0)
+    assert "m7: 80 rows" in finding.value and "m10: 72 rows" in finding.value
+
+
+def test_real_rows_need_two_decades_of_sink_tails(checked):
+    finding = real_rows_finding(checked, tails=(1e-5, 3e-5, 9e-5))
+    assert not any(name.startswith("real rows") for name in terms(finding))
+    assert finding.value.endswith("own rows after training, m7: no sink rows spanning 2 decades")
+    finding = real_rows_finding(checked, tails=(1e-5, 1e-4, 1e-3))
+    assert "real rows, bound slope, m7" in terms(finding)
 
 
 def test_sink_claim_not_run_without_strong_sinks(checked):
@@ -741,8 +846,8 @@ def test_sink_claim_not_run_without_strong_sinks(checked):
 def test_sink_claim_tests_the_emulated_format_and_reports_the_casts(checked):
     finding = sink_finding(checked, cast_floor=1e-5)  # a floor: the fp16 bound does not fall
     assert finding.verdict == HOLDS
-    assert finding.value.startswith("m7: ")
-    assert finding.value.endswith("; torch casts, median bound/error: fp16 20")
+    assert finding.value.startswith("synthetic rows, m7: ")
+    assert "; torch casts, median bound/error: fp16 20. " in finding.value
 
 
 # --- N.4 --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 from transformer_stability.numerics.tables import (
     Gpt2Training,
     SinkEmergence,
+    SinkSoftmax,
     SinkTraining,
 )
 from transformer_stability.numerics.items import BOUND_EXPERIMENTS
@@ -74,13 +75,15 @@ rule numerics_train:
 
 
 # Claim N.9's model (numerics/backcopy.py): a GPT-2 trained on the Bigram-Backcopy task, its
-# heads measured from the random initialization to the end of training.
+# heads measured from the random initialization to the end of training, and the softmax
+# evaluated on its attention rows at both ends (claim N.3 on a trained model).
 rule numerics_sinks:
     input:
         sources=code("numerics_sinks.py"),
     output:
         emergence=result(SinkEmergence),
         training=result(SinkTraining),
+        softmax=result(SinkSoftmax),
     log:
         "results/logs/numerics/sinks.log",
     benchmark:

@@ -1,19 +1,20 @@
 """Rule numerics_sinks: the Bigram-Backcopy model trained (float32, on the CPU), its heads and
-held-out loss measured at every checkpoint (claim N.9, figure N10)."""
+held-out loss measured at every checkpoint (claim N.9, figure N10), and the softmax evaluated on
+its attention rows at the initialization and after training (claim N.3, figure N11)."""
 
 import torch
 
 from transformer_stability.numerics.backcopy import sink_emergence
-from transformer_stability.numerics.tables import SinkEmergence, SinkTraining
+from transformer_stability.numerics.tables import SinkEmergence, SinkSoftmax, SinkTraining
 from transformer_stability.table_jobs import table_job
+
+TABLES = {"emergence": SinkEmergence, "training": SinkTraining, "softmax": SinkSoftmax}
 
 
 def compute(tables, settings):
-    emergence, training = sink_emergence(settings["numerics"]["sinks"], settings["seed"])
-    return {"emergence": emergence, "training": training}
+    found = sink_emergence(settings["numerics"]["sinks"], settings["seed"])
+    return dict(zip(TABLES, found, strict=True))
 
 
 torch.set_num_threads(snakemake.threads)
-table_job(
-    snakemake, compute, {"emergence": SinkEmergence, "training": SinkTraining}, dtype="float32"
-)
+table_job(snakemake, compute, TABLES, dtype="float32")

@@ -25,9 +25,11 @@ import pandas as pd
 import torch
 from transformers import GPT2LMHeadModel
 
+from transformer_stability.numerics.attention_rows import attention_logits, row_evaluation
 from transformer_stability.numerics.gpt2 import random_gpt2
+from transformer_stability.numerics.lowp import Format
 from transformer_stability.numerics.spec import SINK_MODEL, GPT2Spec
-from transformer_stability.numerics.tables import SinkEmergence, SinkTraining
+from transformer_stability.numerics.tables import SinkEmergence, SinkSoftmax, SinkTraining
 from transformer_stability.numerics.training import OptimizerSettings, adamw_steps
 from transformer_stability.tables import select
 
@@ -48,6 +50,12 @@ class BackcopyTask:
     @property
     def bos(self) -> int:
         return self.vocab
+
+    @property
+    def first_late_row(self) -> int:
+        """The first query of a sequence's late rows, T/2: from there a spread row stays below
+        2/T, so a large weight on one token is a sink, not a short row."""
+        return self.seq_len // 2
 
     def transitions(self, generator: torch.Generator) -> torch.Tensor:
         """The chain's (vocab, vocab) transition matrix, rows summing to 1 (float64), drawn by
@@ -96,13 +104,15 @@ def head_statistics(probs: torch.Tensor, first_row: int) -> dict[str, torch.Tens
 @dataclass(frozen=True)
 class SinkExperiment:
     """The task, the model's shape, its optimizer, the steps at which its heads are measured
-    (step 0: the random initialization) and the held-out sequences they are measured on."""
+    (step 0: the random initialization), the held-out sequences they are measured on and the
+    formats its attention rows are evaluated in at the first and the last step (claim N.3)."""
 
     task: BackcopyTask
     spec: GPT2Spec
     optimizer: OptimizerSettings
     checkpoints: tuple[int, ...]
     sequences: int
+    formats: tuple[Format, ...]
 
     @classmethod
     def from_config(cls, sinks: Mapping[str, Any]) -> SinkExperiment:
@@ -118,7 +128,8 @@ class SinkExperiment:
         )
         checkpoints = (0, *sorted(sinks["checkpoints"]))
         optimizer = OptimizerSettings(steps=checkpoints[-1], **sinks["training"])
-        return cls(task, spec, optimizer, checkpoints, sinks["sequences"])
+        formats = tuple(Format.parse(name) for name in sinks["formats"])
+        return cls(task, spec, optimizer, checkpoints, sinks["sequences"], formats)
 
 
 def measure(
@@ -132,7 +143,7 @@ def measure(
         loss = torch.nn.functional.cross_entropy(logits, ids[:, 1:], reduction="none")
     frames = []
     for block, probs in enumerate(out.attentions):
-        stats = head_statistics(probs, task.seq_len // 2)
+        stats = head_statistics(probs, task.first_late_row)
         sequences, heads = stats["first_token"].shape
         cells = {
             "block": block,
@@ -150,15 +161,18 @@ def measure(
     return pd.concat(frames, ignore_index=True), losses
 
 
-def sink_emergence(sinks: Mapping[str, Any], seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sink_emergence(
+    sinks: Mapping[str, Any], seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train the sink model of `sinks` (the config's numerics.sinks) from `seed`; measure its
-    heads and its held-out loss at every checkpoint. (SinkEmergence, SinkTraining) tables."""
+    heads and its held-out loss at every checkpoint, and the softmax evaluation of its late
+    attention rows at the first and the last. (SinkEmergence, SinkTraining, SinkSoftmax)."""
     experiment = SinkExperiment.from_config(sinks)
     task, generator = experiment.task, torch.Generator().manual_seed(seed)
     chain = task.transitions(generator)
     heldout = task.sample(chain, experiment.sequences, generator)
     model = random_gpt2(experiment.spec, generator)
-    heads, losses = [], []
+    heads, losses, rows = [], [], []
 
     def checkpoint(step: int) -> None:
         if step in experiment.checkpoints:
@@ -166,6 +180,10 @@ def sink_emergence(sinks: Mapping[str, Any], seed: int) -> tuple[pd.DataFrame, p
             heads.append(found[0].assign(step=step))
             losses.append(found[1].assign(step=step))
             log.info("step %d: held-out loss %.3f", step, losses[-1].loss.mean())
+        if step in (experiment.checkpoints[0], experiment.checkpoints[-1]):
+            logits = attention_logits(model, heldout)
+            found = row_evaluation(logits, experiment.formats, task.first_late_row)
+            rows.append(found.assign(step=step))
 
     checkpoint(0)
     adamw_steps(
@@ -174,7 +192,11 @@ def sink_emergence(sinks: Mapping[str, Any], seed: int) -> tuple[pd.DataFrame, p
         lambda: task.sample(chain, experiment.optimizer.batch, generator),
         lambda step, _loss: checkpoint(step),
     )
-    return (
-        select(pd.concat(heads, ignore_index=True).assign(model=SINK_MODEL), SinkEmergence),
-        select(pd.concat(losses, ignore_index=True).assign(model=SINK_MODEL), SinkTraining),
+    return tuple(
+        select(pd.concat(frames, ignore_index=True).assign(model=SINK_MODEL), table)
+        for frames, table in (
+            (heads, SinkEmergence),
+            (losses, SinkTraining),
+            (rows, SinkSoftmax),
+        )
     )

@@ -24,6 +24,7 @@ from transformer_stability.numerics.tables import (
     Norms,
     RecursionSources,
     SinkEmergence,
+    SinkSoftmax,
     SinkTraining,
     Softmax,
 )
@@ -77,9 +78,11 @@ SETTINGS = {
     Lipschitz: ("seed", "numerics.lipschitz"),
     # the trained models' loss curves (numerics/training.py)
     Gpt2Training: _MODELS,
-    # the Bigram-Backcopy model's heads along training (numerics/backcopy.py)
+    # the Bigram-Backcopy model's heads along training, and the softmax on its attention rows
+    # (numerics/backcopy.py)
     SinkEmergence: ("seed", "numerics.sinks"),
     SinkTraining: ("seed", "numerics.sinks"),
+    SinkSoftmax: ("seed", "numerics.sinks"),
 }
 
 STUDY = Study(

@@ -15,6 +15,7 @@ MODELS_DIR = f"{TRAINED_DIR}/models"
 TRAIN_TEXT, HELDOUT_TEXT = f"{TRAINED_DIR}/train.txt", f"{TRAINED_DIR}/heldout.txt"
 SINK_MODEL = "trained-backcopy"  # claim N.9's Bigram-Backcopy model (numerics/backcopy.py)
 SINK_WEIGHT = 0.5  # a sink head: most of its late rows' weight on the first token (claim N.9)
+SINK_TIGHT = 10.0  # the sink-aware softmax bound: within one order of magnitude (claim N.3)
 GPT2_VOCAB = 50257
 GPT2_POSITIONS = 1024
 # (layers, width, heads) of the released GPT-2 family, shared by config validation (config.py)

@@ -205,6 +205,40 @@ class SinkTraining(Table):
         return (1 + len(sinks["checkpoints"])) * sinks["sequences"]
 
 
+class SinkSoftmax(Table):
+    """The softmax evaluated on the Bigram-Backcopy model's own late attention rows, at the
+    initialization and after training (numerics/attention_rows.py): per format, block, head,
+    held-out sequence and query, the shifted evaluation's error beside its bound and the row's
+    tail mass."""
+
+    model: Series[str] = pa.Field(description="the model's name")
+    step: Series[int] = pa.Field(ge=0, description="the optimizer step (0: the initialization)")
+    format: Series[str] = pa.Field(
+        description="m<bits> (emulated, float64's exponent range) or a torch cast (fp16, bf16: "
+        "subnormals and overflow)"
+    )
+    mantissa_bits: Series[int] = pa.Field(ge=1, description="the format's mantissa bits")
+    block: Series[int] = pa.Field(ge=0, description="the block")
+    head: Series[int] = pa.Field(ge=0, description="the head")
+    sequence: Series[int] = pa.Field(ge=0, description="the held-out sequence")
+    query: Series[int] = pa.Field(ge=0, description="the row's query position (BOS: 0)")
+    tail_mass: Series[float] = pa.Field(
+        ge=0, le=1, description="1 - p_max of the row (the other entries' sum)"
+    )
+    measured: Series[float] = _bound("the 1-norm of the evaluation's error")
+    bound: Series[float] = _bound("its bound (inf where the format may overflow)")
+
+    class Config:
+        metadata = {"path": "numerics/sink_softmax.csv", "rule": "numerics_sinks"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        sinks = config["numerics"]["sinks"]
+        heads = sinks["model"]["layers"] * sinks["model"]["heads"]
+        late = sinks["task"]["seq_len"] - sinks["task"]["seq_len"] // 2
+        return 2 * len(sinks["formats"]) * heads * sinks["sequences"] * late
+
+
 class Norms(Table):
     """LayerNorm and RMSNorm: conditions, measured errors and their bounds."""
 
@@ -294,6 +328,7 @@ TABLES = (
     Gpt2Training,
     SinkEmergence,
     SinkTraining,
+    SinkSoftmax,
     Norms,
     Softmax,
     Lipschitz,

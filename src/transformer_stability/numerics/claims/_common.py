@@ -17,6 +17,7 @@ from transformer_stability.numerics.tables import (
     Norms,
     RecursionSources,
     SinkEmergence,
+    SinkSoftmax,
     Softmax,
 )
 from transformer_stability.tables import meta
@@ -27,12 +28,14 @@ ERRORS, RECURSION = meta(Gpt2Errors)["path"], meta(Gpt2Recursion)["path"]
 SOURCES = meta(RecursionSources)["path"]
 SINKS = meta(AttentionSinks)["path"]
 EMERGENCE = meta(SinkEmergence)["path"]
+SINK_ROWS = meta(SinkSoftmax)["path"]
 UNITS = {
     NORMS: ("sample",),  # an input vector, the same for both norms at one outlier and format
     SOFTMAX: ("sample",),  # a logit vector, the same for every format and mode at one setting
     LIPSCHITZ: ("draw",),  # a weight draw, the same weights at every n
     SINKS: ("block", "head"),  # a head of one model
     EMERGENCE: ("sequence",),  # a held-out sequence, the same at every checkpoint
+    SINK_ROWS: ("sequence",),  # a held-out sequence, the same at both steps and in every format
 }
 """The replication units of the sampled tables; the GPT-2 tables hold quantiles over the run's
 tokens, with no unit to resample, and their statistics are exact on the run's inputs."""
