@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from transformers import GPT2Config, GPT2LMHeadModel
 
 from transformer_stability.numerics import softmax
 from transformer_stability.numerics.attention_rows import attention_logits, row_evaluation
@@ -26,8 +27,19 @@ def model_and_ids():
     return model, torch.randint(20, (3, 12), generator=generator)
 
 
-def test_the_logits_reproduce_the_models_attention(model_and_ids):
+@pytest.mark.parametrize(
+    "scaling",
+    [{}, {"scale_attn_weights": False}, {"scale_attn_by_inverse_layer_idx": True}],
+    ids=["gpt2", "unscaled", "by-layer"],
+)
+def test_the_logits_reproduce_the_models_attention(model_and_ids, scaling):
+    """Scaled by 1/sqrt(d_head) as GPT-2 is, or as the model's config says otherwise."""
     model, ids = model_and_ids
+    if scaling:
+        config = GPT2Config(**{**model.config.to_dict(), **scaling}, attn_implementation="eager")
+        scaled = GPT2LMHeadModel(config).eval()
+        scaled.load_state_dict(model.state_dict())
+        model = scaled
     logits = attention_logits(model, ids)
     with torch.no_grad():
         attentions = model(input_ids=ids, output_attentions=True).attentions
@@ -37,7 +49,8 @@ def test_the_logits_reproduce_the_models_attention(model_and_ids):
         assert z.shape == (3, 4, 12, 12) and z.dtype == torch.float64
         p = torch.softmax(z.masked_fill(~causal, -math.inf), dim=-1)
         torch.testing.assert_close(p, probs.double(), atol=1e-6, rtol=0)
-        assert p.amax(dim=-1).min() < 0.5 < p.amax(dim=-1).max()
+        if not scaling:  # spread and concentrated rows alike (unscaled: all concentrated)
+            assert p.amax(dim=-1).min() < 0.5 < p.amax(dim=-1).max()
 
 
 def test_each_row_is_its_causal_part_evaluated_alone(model_and_ids):

@@ -19,8 +19,12 @@ from transformer_stability.numerics.items import TokenInputs, model_seed
 from transformer_stability.numerics.metrics import sink_statistics
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.training import (
+    END,
+    OptimizerSettings,
     TrainingSettings,
     _rate,
+    _windows,
+    adamw_steps,
     glosses,
     split_glosses,
     token_stream,
@@ -98,9 +102,10 @@ def test_a_final_rate_of_one_holds_the_rate_after_the_warm_up():
 
 
 def test_write_corpus_saves_a_tokenizer_of_the_configured_vocabulary(tmp_path):
+    """Into folders it creates; the tokenizer learnt from the training glosses alone."""
     from transformers import AutoTokenizer
 
-    texts = tmp_path / "train.txt", tmp_path / "heldout.txt"
+    texts = tmp_path / "a" / "train.txt", tmp_path / "b" / "c" / "heldout.txt"
     write_corpus(VOCAB, 10, tmp_path / "tokenizer", texts)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tokenizer", local_files_only=True)
     assert len(tokenizer) == VOCAB
@@ -108,6 +113,100 @@ def test_write_corpus_saves_a_tokenizer_of_the_configured_vocabulary(tmp_path):
     assert heldout == glosses()[::10]
     sample = heldout[0]
     assert tokenizer.decode(tokenizer(sample)["input_ids"]) == sample  # byte level: lossless
+    train = split_glosses(glosses(), 10)[0]
+    assert tokenizer.get_vocab() == train_tokenizer(train, VOCAB).get_vocab()
+
+
+def test_the_tokenizer_is_byte_level_bpe_over_words_and_decodes_losslessly():
+    """GPT-2's scheme: words pre-split with their leading space marked (Ġ), merges inside
+    words only, no space added before the text, bytes mapped back on decoding."""
+    tokenizer = train_tokenizer(glosses()[:2000], VOCAB)
+    vocab = tokenizer.get_vocab()
+    assert "Ġthe" in vocab and not any(" " in token for token in vocab)
+    assert not any("Ġ" in token[1:] for token in vocab)
+    text = "a small dog, naïve"
+    assert tokenizer.tokenize(text)[0] == "a"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+
+
+def test_write_corpus_needs_exactly_a_training_and_a_held_out_path(tmp_path):
+    with pytest.raises(ValueError, match="zip"):
+        write_corpus(VOCAB, 10, tmp_path / "tokenizer", (tmp_path / "train.txt",))
+
+
+def test_the_tokenizer_marks_text_ends_with_gpt2_s_special_token(corpus):
+    tokenizer = GPT2TokenizerFast.from_pretrained(corpus[0])
+    assert tokenizer.bos_token == tokenizer.eos_token == tokenizer.unk_token == END
+    assert tokenizer.convert_tokens_to_ids(END) == 0
+
+
+def test_training_settings_take_their_keys_from_the_config_section(default_config):
+    """The section also holds the tokenizer's keys (vocab, heldout_every): left out here."""
+    training = default_config["numerics"]["training"]
+    settings = TrainingSettings.from_config(training)
+    assert dataclasses.asdict(settings) == {
+        **{key: training[key] for key in dataclasses.asdict(settings) if key in training},
+        "final_rate": 0.1,
+    }
+    assert {"vocab", "heldout_every"} <= set(training)
+
+
+def test_windows_stay_inside_the_stream():
+    windows = _windows(torch.arange(10), 9, 50, torch.Generator().manual_seed(0))
+    assert windows.shape == (50, 9)
+    assert (windows == torch.arange(9)).all()  # the one start that fits 9 tokens before the end
+
+
+class _Quadratic(torch.nn.Module):
+    """A model whose next-token loss is |w - target|^2 whatever the ids: AdamW's steps on it
+    have a closed form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64))
+
+    def forward(self, input_ids, labels):
+        target = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)
+        return dataclasses.make_dataclass("Out", ["loss"])((self.w - target).pow(2).sum())
+
+
+def test_adamw_steps_are_adam_with_decoupled_weight_decay_and_betas_of_gpt2():
+    """Three steps against Adam's update written out (betas 0.9 and 0.95, eps 1e-8, the decay
+    lr x weight_decay x w applied first), at a constant rate (no warm-up, final rate 1)."""
+    settings = OptimizerSettings(
+        steps=3, batch=1, lr=0.1, warmup=0, weight_decay=0.3, final_rate=1.0
+    )
+    model, losses = _Quadratic(), []
+    adamw_steps(model, settings, lambda: torch.zeros(1, 1), lambda s, loss: losses.append(loss))
+    w = torch.tensor([0.5, -2.0, 3.0], dtype=torch.float64)
+    target = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)
+    m, v, expected_losses = torch.zeros(3), torch.zeros(3), []
+    for t in range(1, 4):
+        expected_losses.append(float((w - target).pow(2).sum()))
+        g = 2 * (w - target)
+        m, v = 0.9 * m + 0.1 * g, 0.95 * v + 0.05 * g**2
+        w = w * (1 - 0.1 * 0.3)
+        w = w - 0.1 * (m / (1 - 0.9**t)) / ((v / (1 - 0.95**t)).sqrt() + 1e-8)
+    assert torch.allclose(model.w.detach(), w, rtol=1e-12, atol=0)
+    assert losses == pytest.approx(expected_losses, rel=1e-12)
+
+
+def test_the_loss_curve_averages_the_training_losses_since_the_last_line(streams, caplog):
+    """At a zero rate the model stays at its initialization: the training rows (means of the
+    steps since the last line) match the held-out rows' size, near ln(vocabulary), and the
+    log line shows both."""
+    still = replace(SETTINGS, lr=0.0, steps=8, eval_every=4)
+    with caplog.at_level("INFO", logger="transformer_stability.numerics.training"):
+        _, curve = train_gpt2(SPEC, *streams, still, seed=0)
+    train = curve[curve.split == "train"].loss.to_numpy()
+    held = curve[curve.split == "heldout"].loss.to_numpy()
+    assert train == pytest.approx(held, rel=0.1)  # other windows of other text
+    assert train == pytest.approx(math.log(VOCAB), rel=0.2)  # not far above a uniform guess
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step")]
+    assert lines == [
+        f"step {step}: train {a:.3f}, held-out {b:.3f}"
+        for step, a, b in zip((4, 8), train, held, strict=True)
+    ]
 
 
 def test_training_lowers_the_held_out_loss(streams):

@@ -37,8 +37,7 @@ def attention_logits(model: GPT2LMHeadModel, ids: torch.Tensor) -> list[torch.Te
         attn = block.attn
         q, k, _ = found.to(torch.float64).split(model.config.n_embd, dim=-1)
         q, k = (t.view(*ids.shape, attn.num_heads, -1).transpose(1, 2) for t in (q, k))
-        scale = attn.head_dim**-0.5 if attn.scale_attn_weights else 1.0
-        logits.append(q @ k.transpose(-1, -2) * scale)
+        logits.append(q @ k.transpose(-1, -2) * attn.scaling)  # as the config asks
     return logits
 
 
