@@ -1,5 +1,8 @@
 """Atomic writes: a failure while writing leaves neither a partial file nor a temp file; outputs
-bound for a read-only folder are named before anything is written."""
+bound for a read-only folder are named before anything is written; a figure's settings are
+recorded only beside a figure that was drawn."""
+
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -12,6 +15,8 @@ from transformer_stability.io import (
     read_table,
     write_table,
 )
+from transformer_stability.plotting import draw_figure, new_figure
+from transformer_stability.settings import read_settings
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path):
@@ -55,3 +60,31 @@ def test_read_only_names_the_nearest_existing_folder_of_each_output(tmp_path, mo
     assert "chmod -R u+w" in message and "--directory" in message
     deny_writes_in(monkeypatch, results)
     assert read_only([results / "counting" / "training.csv"]) == [str(results)]
+
+
+def _stub_figure(plot):
+    """A figure of no tables (its settings: none) drawn by `plot`."""
+    return SimpleNamespace(tables={}, render_caption=str, labels=dict, plot=plot)
+
+
+def _line():
+    fig = new_figure(figsize=(2, 2))
+    fig.add_subplot().plot([0, 1], [1, 0])
+    return fig
+
+
+def test_a_figure_is_recorded_only_once_drawn(tmp_path):
+    """The settings record beside a figure appears with the figure; a drawing that fails
+    leaves none, and removes the record of the figure Snakemake removed before the job."""
+    pdf, png = tmp_path / "f.pdf", tmp_path / "f.png"
+    draw_figure(_stub_figure(_line), {}, pdf, png)
+    assert pdf.stat().st_size > 0 and png.stat().st_size > 0
+    assert read_settings(pdf) == {}
+    pdf.unlink(), png.unlink()  # as Snakemake does before it reruns the job
+
+    def broken():
+        raise RuntimeError("a plotting bug")
+
+    with pytest.raises(RuntimeError, match="a plotting bug"):
+        draw_figure(_stub_figure(broken), {}, pdf, png)
+    assert list(tmp_path.iterdir()) == []

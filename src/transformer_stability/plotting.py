@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, StrictUndefined
 
-from transformer_stability.settings import Settings, read_settings, tables_settings
+from transformer_stability.io import read_table, save_figure, write_settings
+from transformer_stability.settings import Settings, read_settings, sidecar, tables_settings
 from transformer_stability.tables import Table, meta, result
 
 if TYPE_CHECKING:
@@ -106,6 +107,21 @@ def figure_settings(figure: FigureSpec, inputs: Mapping[str, str | Path]) -> Set
     """The settings the figure's tables record (its job's `inputs`, by name), merged; refused
     (settings.SettingsError naming the tables and the key) where two of them disagree."""
     return tables_settings({name: inputs[name] for name in figure.tables})
+
+
+def draw_figure(figure: FigureSpec, inputs: Mapping[str, str | Path], pdf: Path, png: Path) -> None:
+    """Draw `figure` from its tables (the job's `inputs`, by name) into `pdf` and `png`, and
+    record the settings of those tables beside them, last: a drawing that fails leaves no
+    record behind (an older one goes first, as Snakemake removes the older figure), so no
+    settings ever describe a figure that is not there."""
+    sidecar(pdf).unlink(missing_ok=True)
+    settings = figure_settings(figure, inputs)
+    # a caption or label field the tables do not record fails here, not when the report is built
+    figure.render_caption(settings)
+    figure.labels(settings)
+    tables = {name: read_table(inputs[name], model) for name, model in figure.tables.items()}
+    save_figure(figure.plot(**tables), pdf, png)
+    write_settings(pdf, settings)
 
 
 @dataclass(frozen=True)
