@@ -42,6 +42,7 @@ from transformer_stability.numerics.tables import (
     Softmax,
 )
 from transformer_stability.provenance import with_provenance
+from transformer_stability.resampling import percentile_bounds
 from transformer_stability.registry import table_model
 from transformer_stability.tables import Table
 from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED
@@ -812,18 +813,23 @@ def test_a_flat_bound_on_real_rows_fails_the_sink_claim(checked):
 
 
 def test_real_rows_are_the_trained_sink_rows_below_u(checked):
-    """Rows above u = 2^-8 (a flat bound there) and the initialization's rows, even below u,
-    stay out of the slope; a second emulated format is a term of its own."""
+    """Rows above u = 2^-8 (a flat bound there), rows without a tail (no error to bound) and
+    the initialization's rows, even below u, stay out of the slope; rows at u itself count; a
+    second emulated format is a term of its own."""
     rows = sink_rows_frame()
-    above = rows[rows.step == 1500].iloc[:8].assign(tail_mass=0.01, bound=0.5, query=99)
+    trained = rows[rows.step == 1500].iloc[:8]
+    above = trained.assign(tail_mass=0.01, bound=0.5, query=99)
+    at_u = trained.assign(tail_mass=2.0**-8, bound=2.0**-8, measured=2.0**-8 / 3, query=98)
+    no_tail = trained.assign(tail_mass=0.0, bound=1e-20, measured=0.0, query=97)
     early = rows[rows.step == 1500].assign(step=0, bound=1.0)
     m10 = rows.assign(format="m10", mantissa_bits=10)
     m10 = m10[m10.tail_mass <= 2.0**-11]
-    finding = sink_bound(checked, softmax_frame(), pd.concat([rows, above, early, m10]))
+    frame = pd.concat([rows, above, at_u, no_tail, early, m10])
+    finding = sink_bound(checked, softmax_frame(), frame)
     named = terms(finding)
     assert named["real rows, bound slope, m7"].estimate.point == pytest.approx(1.0)
     assert named["real rows, bound slope, m10"].estimate.point == pytest.approx(1.0)
-    assert "m7: 80 rows" in finding.value and "m10: 72 rows" in finding.value
+    assert "m7: 88 rows" in finding.value and "; m10: 72 rows" in finding.value
 
 
 def test_real_rows_need_two_decades_of_sink_tails(checked):
@@ -832,6 +838,52 @@ def test_real_rows_need_two_decades_of_sink_tails(checked):
     assert finding.value.endswith("own rows after training, m7: no sink rows spanning 2 decades")
     finding = real_rows_finding(checked, tails=(1e-5, 1e-4, 1e-3))
     assert "real rows, bound slope, m7" in terms(finding)
+    narrow = sink_rows_frame(tails=(1e-5, 3e-5, 9e-5))
+    wide = sink_rows_frame(tails=(1e-9, 1e-7, 1e-5)).assign(format="m10", mantissa_bits=10)
+    finding = sink_bound(checked, softmax_frame(), pd.concat([narrow, wide]))
+    named = terms(finding)
+    assert "real rows, bound slope, m10" in named and "real rows, bound slope, m7" not in named
+
+
+def _row_statistics(rows: pd.DataFrame) -> tuple[float, float]:
+    """The real-row statistics written out: least-squares slope of log bound on log tail mass,
+    median bound/error over the rows with an error."""
+    slope = np.polyfit(np.log(rows.tail_mass), np.log(rows.bound), 1)[0]
+    some = rows[rows.measured > 0]
+    return slope, float(np.median(some.bound / some.measured))
+
+
+def test_real_row_intervals_are_the_bootstrap_over_sequences_written_out():
+    """The fast estimate equals resampling the sequences by copying their rows: the same
+    draws (seed 0, sequences in sorted order), a sequence's rows kept together, rows without
+    an error left out of the ratio only, uneven rows per sequence."""
+    rng = np.random.default_rng(3)
+    frames = []
+    for sequence, size in zip((9, 0, 4, 2, 7, 5), (3, 8, 5, 12, 6, 4), strict=True):
+        tail = 10.0 ** rng.uniform(-12, -3, size)
+        bound = tail ** rng.uniform(0.8, 1.3) * rng.lognormal(0, 0.3, size)
+        measured = bound / rng.uniform(1.5, 6, size) * (rng.uniform(size=size) > 0.2)
+        frames.append(
+            pd.DataFrame(
+                {"sequence": sequence, "tail_mass": tail, "bound": bound, "measured": measured}
+            )
+        )
+    rows = pd.concat(frames, ignore_index=True).sample(frac=1, random_state=0)
+    found = softmax_evaluation._real_row_estimates(rows)
+    labels = sorted(rows.sequence.unique())
+    drawn = np.random.default_rng(0).integers(0, 6, size=(verdicts.RESAMPLES, 6))
+    draws = np.array(
+        [
+            _row_statistics(pd.concat([rows[rows.sequence == labels[i]] for i in draw]))
+            for draw in drawn
+        ]
+    )
+    lows, highs = percentile_bounds(draws)
+    for column, name in enumerate(("bound slope", "median bound/error")):
+        estimate = found[name]
+        expected = (_row_statistics(rows)[column], lows[column], highs[column])
+        assert (estimate.point, estimate.lo, estimate.hi) == pytest.approx(expected, rel=1e-9)
+        assert (estimate.units, estimate.unit) == (6, "sequences")
 
 
 def test_sink_claim_not_run_without_strong_sinks(checked):
