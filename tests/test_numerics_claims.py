@@ -42,8 +42,8 @@ from transformer_stability.numerics.tables import (
     Softmax,
 )
 from transformer_stability.provenance import with_provenance
-from transformer_stability.resampling import percentile_bounds
 from transformer_stability.registry import table_model
+from transformer_stability.resampling import percentile_bounds
 from transformer_stability.tables import Table
 from transformer_stability.verdicts import FAILS, HOLDS, UNDECIDED
 
