@@ -184,6 +184,10 @@ def sink_emergence(
             logits = attention_logits(model, heldout)
             found = row_evaluation(logits, experiment.formats, task.first_late_row)
             rows.append(found.assign(step=step))
+            worst = (found.measured / found.bound).max()
+            log.info(
+                "step %d: %d late rows evaluated, error/bound at most %.3g", step, len(found), worst
+            )
 
     checkpoint(0)
     adamw_steps(
