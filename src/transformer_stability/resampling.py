@@ -66,6 +66,14 @@ def mean_ci(units: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray, n
     return np.asarray(units, dtype=float).mean(axis=0), lo, hi
 
 
+def drawn_units(first: Sequence[int], size: Sequence[int], resamples: int, seed: int) -> np.ndarray:
+    """(resamples, slots): the unit drawn into each slot of each resample, slot i refilled from
+    the units [first[i], first[i] + size[i]) of its stratum. Every unit bootstrap draws here,
+    so a fast path that weights units instead of copying rows draws the same resamples."""
+    rng = np.random.default_rng(seed)
+    return np.asarray(first) + rng.integers(0, size, size=(resamples, len(size)))
+
+
 def unit_resamples(
     frame: pd.DataFrame,
     units: Sequence[str],
@@ -92,8 +100,7 @@ def unit_resamples(
         slots = list(run)
         first += [slots[0]] * len(slots)
         size += [len(slots)] * len(slots)
-    drawn = first + np.random.default_rng(seed).integers(0, size, size=(resamples, len(size)))
-    for units_drawn in drawn:
+    for units_drawn in drawn_units(first, size, resamples, seed):
         counts = lengths[units_drawn]
         ends = np.cumsum(counts)
         within = np.arange(ends[-1]) - np.repeat(ends - counts, counts)

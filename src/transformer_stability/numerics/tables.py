@@ -160,6 +160,11 @@ class Gpt2Training(Table):
         metadata = {"path": "numerics/gpt2_training.csv", "rule": "numerics_train"}
 
 
+def _sink_heads(sinks: Mapping[str, Any]) -> int:
+    """The sink model's heads over all its blocks."""
+    return sinks["model"]["layers"] * sinks["model"]["heads"]
+
+
 class SinkEmergence(Table):
     """The Bigram-Backcopy model's heads along training (numerics/backcopy.py): per checkpoint,
     block, head and held-out sequence, over the rows of the second half of the sequence."""
@@ -182,8 +187,7 @@ class SinkEmergence(Table):
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
         sinks = config["numerics"]["sinks"]
-        heads = sinks["model"]["layers"] * sinks["model"]["heads"]
-        return (1 + len(sinks["checkpoints"])) * heads * sinks["sequences"]
+        return (1 + len(sinks["checkpoints"])) * _sink_heads(sinks) * sinks["sequences"]
 
 
 class SinkTraining(Table):
@@ -234,9 +238,8 @@ class SinkSoftmax(Table):
     @classmethod
     def rows(cls, config: Mapping[str, Any]) -> int:
         sinks = config["numerics"]["sinks"]
-        heads = sinks["model"]["layers"] * sinks["model"]["heads"]
-        late = sinks["task"]["seq_len"] - sinks["task"]["seq_len"] // 2
-        return 2 * len(sinks["formats"]) * heads * sinks["sequences"] * late
+        late = sinks["task"]["seq_len"] - sinks["task"]["seq_len"] // 2  # queries T/2 .. T-1
+        return 2 * len(sinks["formats"]) * _sink_heads(sinks) * sinks["sequences"] * late
 
 
 class Norms(Table):

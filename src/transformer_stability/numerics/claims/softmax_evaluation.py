@@ -26,7 +26,7 @@ from transformer_stability.numerics.claims._common import (
     _slope,
 )
 from transformer_stability.numerics.spec import SINK_TIGHT
-from transformer_stability.resampling import percentile_bounds
+from transformer_stability.resampling import drawn_units, percentile_bounds
 from transformer_stability.verdicts import Estimate, Term, at_least, at_most, within
 
 SLOPE_TOLERANCE = 0.2  # a log-log slope within ±0.2 of its theory
@@ -56,12 +56,12 @@ def _real_row_estimates(rows: pd.DataFrame) -> dict[str, Estimate]:
     against log tail mass, and the median bound/error over the rows with an error; each with
     its interval over resamples of the held-out sequences, a sequence keeping all its rows.
 
-    `verdicts.bootstrap` with the same draws, computed from weights instead of copies: a
-    resample is how often it drew each sequence, the slope then follows from per-sequence sums
-    and the median is a weighted median of the ratios sorted once."""
+    `verdicts.bootstrap` with the same draws (`drawn_units`), computed from weights instead of
+    copies: a resample is how often it drew each sequence, the slope then follows from
+    per-sequence sums and the median is a weighted median of the ratios sorted once."""
     codes, labels = pd.factorize(rows.sequence, sort=True)
     count = len(labels)
-    drawn = np.random.default_rng(0).integers(0, count, size=(verdicts.RESAMPLES, count))
+    drawn = drawn_units([0] * count, [count] * count, verdicts.RESAMPLES, seed=0)
     weights = np.vstack([np.ones(count), [np.bincount(d, minlength=count) for d in drawn]])
     x, y = np.log(rows.tail_mass.to_numpy()), np.log(rows.bound.to_numpy())
     moments = [np.ones_like(x), x, y, x * x, x * y]

@@ -37,9 +37,8 @@ def _format_colors(names: list[str]) -> dict[str, str]:
     return dict(zip(emulated, free, strict=False)) | SOFTMAX_FORMAT_COLORS
 
 
-def _errors_panel(ax: Axes, table: pd.DataFrame, formats: list[str], colors: dict) -> None:
-    for name in formats:
-        medians = _decade_medians(table[table.format == name])
+def _errors_panel(ax: Axes, by_format: dict[str, pd.DataFrame], colors: dict) -> None:
+    for name, medians in by_format.items():
         color = colors[name]
         ax.plot(medians.tail_mass, medians.measured, "o-", ms=3, color=color, label=name)
         ax.fill_between(medians.tail_mass, medians.low, medians.high, color=color, alpha=0.15)
@@ -56,13 +55,13 @@ def sink_rows_figure(table: pd.DataFrame) -> Figure:
     colors = _format_colors(names)
     emulated = [name for name in names if name not in SOFTMAX_FORMAT_COLORS]
     casts = [name for name in names if name in SOFTMAX_FORMAT_COLORS]
+    medians_of = {name: _decade_medians(table[table.format == name]) for name in names}
     fig, axes = subplots(1, 3, figsize=(14, 3.9))
-    _errors_panel(axes[0], table, emulated, colors)
+    _errors_panel(axes[0], {name: medians_of[name] for name in emulated}, colors)
     axes[0].set_title("emulated, float64's exponent range")
-    _errors_panel(axes[1], table, casts, colors)
+    _errors_panel(axes[1], {name: medians_of[name] for name in casts}, colors)
     axes[1].set_title("torch casts (subnormals: a floor)")
-    for name in names:
-        medians = _decade_medians(table[table.format == name])
+    for name, medians in medians_of.items():
         axes[2].plot(medians.tail_mass, medians.ratio, "o-", ms=3, color=colors[name], label=name)
     axes[2].axhline(SINK_TIGHT, color="black", lw=0.8, ls="--", label=f"{SINK_TIGHT:g}x")
     axes[2].set(
