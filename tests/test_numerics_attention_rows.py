@@ -1,15 +1,18 @@
 """The softmax evaluated on a GPT-2's own attention rows (numerics/attention_rows.py): logits
 that reproduce the model's attention, rows cut at the causal mask, and each row's error and
-bound equal to the synthetic experiment's functions applied to that row alone."""
+bound equal to the synthetic experiment's functions applied to that row alone; N11's medians
+per decade of tail mass."""
 
 import math
 
+import pandas as pd
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from transformer_stability.numerics import softmax
 from transformer_stability.numerics.attention_rows import attention_logits, row_evaluation
+from transformer_stability.numerics.figures.n11_sink_rows import _decade_medians
 from transformer_stability.numerics.gpt2 import random_gpt2
 from transformer_stability.numerics.lowp import Format
 from transformer_stability.numerics.spec import GPT2Spec
@@ -69,3 +72,22 @@ def test_each_row_is_its_causal_part_evaluated_alone(model_and_ids):
     assert row.tail_mass == pytest.approx(float(1 - p.max()), rel=1e-9)
     assert row.mantissa_bits == 7 and (rows.measured <= rows.bound).all()
     assert (rows.measured > 0).all()
+
+
+def test_n11_draws_the_medians_of_each_decade_of_tail_mass():
+    """N11's points: per decade of 1 - p_max the medians of tail, error, bound and bound/error
+    and the error's p10/p90; rows without a tail or without an error are not drawn."""
+    rows = pd.DataFrame(
+        {
+            "tail_mass": [2e-9, 3e-9, 5e-9, 2e-4, 4e-4, 0.0, 6e-4],
+            "measured": [1e-9, 2e-9, 4e-9, 1e-4, 3e-4, 1e-20, 0.0],
+            "bound": [4e-9, 6e-9, 8e-9, 2e-4, 9e-4, 1e-19, 1e-3],
+        }
+    )
+    found = _decade_medians(rows)
+    assert list(found.index) == [-9.0, -4.0]
+    assert found.loc[-9.0, ["tail_mass", "measured", "bound", "ratio"]].tolist() == pytest.approx(
+        [3e-9, 2e-9, 6e-9, 3.0]
+    )
+    assert found.loc[-4.0, "ratio"] == pytest.approx((2.0 + 3.0) / 2)
+    assert found.loc[-9.0, ["low", "high"]].tolist() == pytest.approx([1.2e-9, 3.6e-9])
