@@ -1,19 +1,24 @@
-"""One paper-scale item of each GPU rule, timed, with its peak GPU memory: A, one ViT-B depth-64
-APJN measurement (apjn_curves) and the widest model of the width scan (apjn_width); N, one
-GPT-2 small (model, α, storage) group at T = 1024 (numerics_gpt2); C, one float64 training
-length (counting_training). Run through bench/gpu_smoke.sh on a GPU node; `--device cpu
---configfile tests/configs/tiny.yaml` runs the same code path on a laptop in seconds (the tests
-do).
+"""One paper-scale item of each GPU rule, timed, with its peak GPU and host memory: A, one ViT-B
+depth-64 APJN measurement (apjn_curves) and the widest model of the width scan (apjn_width); N,
+one (model, α, storage) group at T = 1024 of each random GPT-2 size (numerics_gpt2); C, one
+float64 training length (counting_training). Run through bench/gpu_smoke.sh on a GPU node;
+`--device cpu --configfile tests/configs/tiny.yaml` runs the same code path on a laptop in
+seconds (the tests do).
 
 The items are taken from the configured sweeps exactly as the workflow enumerates them, and run
-through the functions the chunk jobs call.
+through the functions the chunk jobs call. Each item runs in its own process, so its peak host
+memory is its own and an item over `--timeout` is recorded as such instead of stopping the rest.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import platform
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -59,21 +64,26 @@ def smoke_items(config: dict[str, Any], length: int) -> list[tuple[str, Any, Cal
     seed = config["seed"]
     numerics = copy.deepcopy(config["numerics"])
     # random weights: the smoke run needs no hub and no local checkpoint
-    numerics["models"] = [m for m in numerics["models"] if m["weights"] == "random"][:1]
+    numerics["models"] = [m for m in numerics["models"] if m["weights"] == "random"]
+    groups = group_items(numerics, seed)
     counting = config["counting"]
     regression = [i for i in train_items(counting, seed) if i.readout == "regression"]
     widest = max(width_items(config["apjn"], seed), key=lambda item: item.curve.spec.width)
     return [
         ("apjn_curves", pick(curve_items(config["apjn"], seed), "ln_equiangular"), curve_table),
-        ("apjn_width", widest, width_table),
-        ("numerics_gpt2", pick(group_items(numerics, seed), "random-gpt2_a1_fp32"), group_tables),
+        *[
+            ("numerics_gpt2", pick(groups, f"random-{m['size']}_a1_fp32"), group_tables)
+            for m in numerics["models"]
+        ],
         ("counting_training", pick(regression, f"regression_L{length}"), training_table),
+        ("apjn_width", widest, width_table),  # the largest model last: it may time out
     ]
 
 
 def run(name: str, item: Any, table_of: Callable, device: torch.device) -> dict[str, Any]:
-    """Time one item (after a warm-up of CUDA's context) and read its peak GPU memory."""
+    """Time one item (after a warm-up of CUDA's context) and read its peak GPU and host memory."""
     if device.type == "cuda":
+        torch.zeros(1, device=device)  # CUDA context outside the timings
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
@@ -82,11 +92,42 @@ def run(name: str, item: Any, table_of: Callable, device: torch.device) -> dict[
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else float("nan")
-    print(f"{name} {item.id}: {seconds:.1f} s, peak GPU memory {peak:.0f} MiB", flush=True)
-    return {"rule": name, "item": item.id, "seconds": seconds, "peak_mib": peak}
+    host = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10  # KiB on Linux
+    print(
+        f"{name} {item.id}: {seconds:.1f} s, peak GPU memory {peak:.0f} MiB, "
+        f"peak host memory {host:.0f} MiB",
+        flush=True,
+    )
+    return {"rule": name, "item": item.id, "seconds": seconds, "peak_mib": peak, "host_mib": host}
 
 
-def results_section(rows: list[dict[str, Any]], device: torch.device, configfile: Path) -> str:
+def run_apart(index: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Item `index` in a child process; a child over the timeout is killed and recorded so."""
+    command = [sys.executable, __file__, "--one", str(index), *sys.argv[1:]]
+    try:
+        child = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"item {index}: over {args.timeout:.0f} s, stopped", flush=True)
+        return {"index": index, "timeout": args.timeout}
+    if child.returncode != 0:
+        raise SystemExit(f"item {index} failed (exit {child.returncode})")
+    print(child.stdout.splitlines()[-2], flush=True)
+    return json.loads(child.stdout.splitlines()[-1])
+
+
+def table_row(row: dict[str, Any], names: list[tuple[str, str]]) -> str:
+    rule, item = names[row["index"]]
+    if "timeout" in row:
+        return f"| `{rule}` | `{item}` | over {row['timeout']:.0f} s (stopped) | | |"
+    return (
+        f"| `{rule}` | `{item}` | {row['seconds']:.1f} s | {row['peak_mib']:.0f} MiB "
+        f"| {row['host_mib']:.0f} MiB |"
+    )
+
+
+def results_section(
+    rows: list[dict[str, Any]], names: list[tuple[str, str]], device: torch.device, configfile: Path
+) -> str:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
     lines = [
         "",
@@ -95,13 +136,10 @@ def results_section(rows: list[dict[str, Any]], device: torch.device, configfile
         f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Device: {device} ({name}), "
         f"torch {torch.__version__}, CUDA {torch.version.cuda}.",
         "",
-        "| rule | item | time | peak GPU memory |",
-        "| --- | --- | --- | --- |",
+        "| rule | item | time | peak GPU memory | peak host memory |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    lines += [
-        f"| `{r['rule']}` | `{r['item']}` | {r['seconds']:.1f} s | {r['peak_mib']:.0f} MiB |"
-        for r in rows
-    ]
+    lines += [table_row(row, names) for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -113,15 +151,20 @@ def main() -> None:
     parser.add_argument(
         "--results", type=Path, help="append a section to this markdown file (CUDA runs only)"
     )
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per item")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: run that item
     args = parser.parse_args()
     device = resolve_device(args.device)
-    config = load_config(args.configfile)
-    if device.type == "cuda":
-        torch.zeros(1, device=device)  # CUDA context outside the timings
-    rows = [run(name, item, fn, device) for name, item, fn in smoke_items(config, args.length)]
+    items = smoke_items(load_config(args.configfile), args.length)
+    if args.one is not None:
+        name, item, table_of = items[args.one]
+        print(json.dumps({"index": args.one, **run(name, item, table_of, device)}))
+        return
+    rows = [run_apart(index, args) for index in range(len(items))]
     if args.results and device.type == "cuda":
+        names = [(name, item.id) for name, item, _ in items]
         with open(args.results, "a") as handle:
-            handle.write(results_section(rows, device, args.configfile))
+            handle.write(results_section(rows, names, device, args.configfile))
 
 
 if __name__ == "__main__":

@@ -14,11 +14,16 @@ NO_CUDA = (
 
 
 def resolve_device(name: str) -> torch.device:
-    """'auto' -> cuda if available else cpu; 'cuda' without a GPU is an error, not a fallback."""
+    """'auto' -> cuda if available else cpu; 'cuda' without a GPU is an error, not a fallback.
+    On CUDA, float32 stays float32: TF32 (a 10-bit mantissa, cuDNN's default for convolutions)
+    would put rounding of order 1e-3 into the APJN estimates and the numerics references."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(NO_CUDA)
+    if name == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     return torch.device(name)
 
 
