@@ -3,6 +3,9 @@ Snakemake plan exactly the jobs that depend on it (dry runs in a copy of the tin
 
 import contextlib
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,43 @@ def test_changing_a_setting_replans_the_rules_whose_tables_depend_on_it(workdir,
     assert _figures(jobs) == figures
     experiments = {w["experiment"] for rule, w in jobs if rule == "numerics_bounds"}
     assert experiments <= {"softmax"}  # a bound experiment reruns on its own section only
+
+
+def _checkout_copy(destination: Path) -> Path:
+    """The repository's files (tracked and new, not ignored) copied to `destination`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
+def _run_in_checkout(checkout: Path, *args: str) -> subprocess.CompletedProcess:
+    """Snakemake started in `checkout` as a user starts it there, importing its own package."""
+    # a table rule and a sweep rule of the tiny config, seconds each
+    until = ["--until", "apjn_theory_curves", "apjn_finite_n"]
+    command = [sys.executable, "-m", "snakemake", "--cores", TINY_CORES, "--configfile", TINY]
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    result = subprocess.run(
+        [*command, *until, *args], capture_output=True, text=True, cwd=checkout, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.slow
+def test_a_moved_checkout_replans_nothing(tmp_path):
+    """Jobs record their input paths; code inputs inside the checkout are named relative to it,
+    so a checkout moved (or copied with its results and .snakemake) is up to date where it lands."""
+    checkout = _checkout_copy(tmp_path / "checkout")
+    ran = announced_jobs(_run_in_checkout(checkout).stderr)
+    assert _rules(ran) == {"apjn_theory_curves", "apjn_finite_n"}
+    moved = checkout.rename(tmp_path / "moved")
+    replanned = announced_jobs(_run_in_checkout(moved, "-n").stdout)
+    assert not replanned, f"planned again after the move: {replanned}"

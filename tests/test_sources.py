@@ -15,7 +15,7 @@ SCRIPTS = sorted((ROOT / "workflow" / "scripts").glob("*.py"))
 
 def _modules(paths: list[str]) -> set[str]:
     package = ROOT / "src" / "transformer_stability"
-    return {Path(p).relative_to(package).as_posix() for p in paths}
+    return {Path(p).resolve().relative_to(package).as_posix() for p in paths}
 
 
 def test_closures_follow_imports_transitively():

@@ -5,12 +5,17 @@ rule's script imports (transitively, within this package) as that rule's inputs 
 follow code edits precisely: editing `apjn/measure.py` reruns the APJN measurements and nothing
 else, editing a figure module reruns only its plots. Imports are read statically (`ast`), so
 nothing is imported to find them and a module imported inside a function counts too.
+
+Snakemake also reruns a job whose set of input paths changed, so a file inside the working
+directory (the checkout, where a run starts) is named relative to it: a moved or copied checkout
+keeps every job's inputs and replans nothing.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 from functools import cache
 from pathlib import Path
 
@@ -85,9 +90,15 @@ def module_closure(*modules: str) -> tuple[str, ...]:
     return tuple(sorted(seen))
 
 
+def as_input(path: str | Path) -> str:
+    """`path` relative to the working directory if it lies inside it, else as given."""
+    here, absolute = Path.cwd().resolve(), Path(path).resolve()
+    return os.path.relpath(absolute, here) if absolute.is_relative_to(here) else str(path)
+
+
 def module_sources(*modules: str) -> list[str]:
     """Source files of `modules` and of every package module they import."""
-    return [str(_module_file(name)) for name in module_closure(*modules)]
+    return [as_input(_module_file(name)) for name in module_closure(*modules)]
 
 
 def script_sources(script: str | Path) -> list[str]:

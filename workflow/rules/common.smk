@@ -22,7 +22,7 @@ from transformer_stability.registry import (
 from transformer_stability.io import read_only, read_only_error
 from transformer_stability.report import RECORD, record_config
 from transformer_stability.settings import config_slice, read_settings
-from transformer_stability.code_inputs import module_sources, script_sources
+from transformer_stability.code_inputs import as_input, module_sources, script_sources
 from transformer_stability.sweeps import chunk_items, sweep_segments
 from transformer_stability.tables import meta, result
 from transformer_stability.tables import below_results

@@ -52,7 +52,7 @@ for sweep in SWEEPS.values():
             # code trigger does not see it
             sources=[
                 *code(sweep.script),
-                f"{workflow.basedir}/workflow/scripts/{sweep.script}",
+                as_input(f"{workflow.basedir}/workflow/scripts/{sweep.script}"),
             ],
             outside=sweep.inputs(section),
             resume=resume_lookup(
@@ -87,7 +87,7 @@ for sweep in SWEEPS.values():
             input:
                 sources=[
                     *code(sweep.script),
-                    f"{workflow.basedir}/workflow/scripts/{sweep.script}",
+                    as_input(f"{workflow.basedir}/workflow/scripts/{sweep.script}"),
                 ],
                 outside=sweep.inputs(section),
                 resume=resume_lookup(sweep.checkpoint, segment_number),
