@@ -26,6 +26,7 @@ from transformer_stability.apjn.tables import (
 
 rule apjn_theory_curves:
     input:
+        settings=settings_record("apjn_theory_curves"),
         sources=code("apjn_theory_curves.py"),
     output:
         result(TheoryCurves),
@@ -43,6 +44,7 @@ rule apjn_theory_curves:
 
 rule apjn_theory_depth:
     input:
+        settings=settings_record("apjn_theory_depth"),
         sources=code("apjn_theory_depth.py"),
     output:
         depth=result(TheoryDepth),
@@ -64,6 +66,7 @@ rule apjn_theory_depth:
 
 rule apjn_agreement:
     input:
+        settings=settings_record("apjn_agreement"),
         table=result(MeasuredCurves),
         sources=code("apjn_agreement.py"),
     output:
@@ -82,6 +85,7 @@ rule apjn_agreement:
 
 rule apjn_width_fit:
     input:
+        settings=settings_record("apjn_width_fit"),
         table=result(WidthAgreement),
         sources=code("apjn_width_fit.py"),
     output:
@@ -100,6 +104,7 @@ rule apjn_width_fit:
 
 rule apjn_tuning:
     input:
+        settings=settings_record("apjn_tuning"),
         table=result(Trainability),
         sources=code("apjn_tuning.py"),
     output:
@@ -118,6 +123,7 @@ rule apjn_tuning:
 
 rule apjn_finite_n_compare:
     input:
+        settings=settings_record("apjn_finite_n_compare"),
         table=result(FiniteN),
         sources=code("apjn_finite_n_compare.py"),
     output:
@@ -137,6 +143,7 @@ rule apjn_finite_n_compare:
 
 rule apjn_sensitivity_ratios:
     input:
+        settings=settings_record("apjn_sensitivity_ratios"),
         table=result(EndToEnd),
         sources=code("apjn_sensitivity_ratios.py"),
     output:

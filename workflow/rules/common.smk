@@ -22,6 +22,11 @@ from transformer_stability.registry import (
 from transformer_stability.io import read_only, read_only_error
 from transformer_stability.report import RECORD, record_config
 from transformer_stability.settings import config_slice, read_settings
+from transformer_stability.settings_inputs import (
+    made_under_other_settings,
+    settings_input,
+    settings_path,
+)
 from transformer_stability.code_inputs import as_input, module_sources, script_sources
 from transformer_stability.sweeps import chunk_items, sweep_segments
 from transformer_stability.tables import meta, result
@@ -80,10 +85,30 @@ def table_settings(rule):
         outputs = [
             apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
         ]
-        keys = {key for path in outputs for key in TABLE_SETTINGS[below_results(path)]}
+        tables = [below_results(path) for path in outputs]
+        keys = {key for table in tables if table in TABLE_SETTINGS for key in TABLE_SETTINGS[table]}
         return config_slice(config, keys)
 
     return settings
+
+
+def settings_record(rule, settings=None, tables=None):
+    """Input function: the job's settings as a file whose date reruns the job when its tables
+    were made under other settings, with or without Snakemake's metadata (settings_inputs.py).
+    `settings` (wildcards -> slice) defaults to the rule's table settings; `tables` (wildcards ->
+    paths) to the job's outputs that are tables."""
+    settings = settings or table_settings(rule)
+
+    def record(wildcards):
+        outputs = [apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output]
+        checked = tables(wildcards) if tables else [
+            path for path in outputs if below_results(path) in TABLE_SETTINGS
+        ]
+        current = settings(wildcards)
+        stale = made_under_other_settings(checked, current)
+        return settings_input(settings_path(outputs[0]), current, stale)
+
+    return record
 
 
 def one_of(names):

@@ -21,6 +21,7 @@ from transformer_stability.counting.tables import (
 
 rule counting_geometry:
     input:
+        settings=settings_record("counting_geometry"),
         sources=code("counting_geometry.py"),
     output:
         result(Geometry),
@@ -38,6 +39,7 @@ rule counting_geometry:
 
 rule counting_residual:
     input:
+        settings=settings_record("counting_residual"),
         sources=code("counting_residual.py"),
     output:
         result(Residual),
@@ -55,6 +57,7 @@ rule counting_residual:
 
 rule counting_references:
     input:
+        settings=settings_record("counting_references"),
         theory=result(BminTheory),
         sources=code("counting_references.py"),
     output:
@@ -72,6 +75,7 @@ rule counting_references:
 
 rule counting_precision:
     input:
+        settings=settings_record("counting_precision"),
         constructions=result(ConstructionPrecision),
         training=result(Training),
         sources=code("counting_precision.py"),
@@ -90,6 +94,7 @@ rule counting_precision:
 
 rule counting_rates:
     input:
+        settings=settings_record("counting_rates"),
         theory=result(BminTheory),
         training=result(Training),
         precision=result(Precision),
@@ -111,6 +116,7 @@ rule counting_rates:
 
 rule counting_exponents:
     input:
+        settings=settings_record("counting_exponents"),
         rates=result(Rates),
         walls=result(Walls),
         sources=code("counting_exponents.py"),

@@ -4,6 +4,7 @@
 
 rule gather:
     input:
+        settings=settings_record("gather"),
         chunks=lambda wildcards: expand(
             GATHERED[wildcards.table][0], chunk=GATHERED[wildcards.table][2]
         ),

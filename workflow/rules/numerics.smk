@@ -13,6 +13,7 @@ from transformer_stability.numerics.items import BOUND_EXPERIMENTS
 
 rule numerics_bounds:
     input:
+        settings=settings_record("numerics_bounds"),
         sources=code("numerics_bounds.py"),
     output:
         "results/numerics/{experiment}.csv",
@@ -33,9 +34,18 @@ rule numerics_bounds:
 # The trained GPT-2 (numerics/training.py), offline: WordNet's glosses as shipped by timm, a
 # byte-level BPE tokenizer trained on them, and every `weights: trained` model trained on them;
 # the GPT-2 sweeps load them from results/numerics/trained/models/<name> like any checkpoint.
+# the tokenizer's settings are recorded by the trained models' table, which it feeds
+TOKENIZER_KEYS = ["numerics.training.vocab", "numerics.training.heldout_every"]
+
+
 rule numerics_tokenizer:
     input:
         sources=code("numerics_tokenizer.py"),
+        settings=settings_record(
+            "numerics_tokenizer",
+            settings=lambda wildcards: config_slice(config, TOKENIZER_KEYS),
+            tables=lambda wildcards: [result(Gpt2Training)],
+        ),
     output:
         tokenizer=directory("results/numerics/trained/tokenizer"),
         train="results/numerics/trained/train.txt",
@@ -56,6 +66,7 @@ rule numerics_tokenizer:
 rule numerics_train:
     input:
         sources=code("numerics_train.py"),
+        settings=settings_record("numerics_train"),
         tokenizer="results/numerics/trained/tokenizer",
         train="results/numerics/trained/train.txt",
         heldout="results/numerics/trained/heldout.txt",
@@ -69,7 +80,7 @@ rule numerics_train:
     conda:
         "../../envs/pipeline.yaml"
     params:
-        settings=config_slice(config, TABLE_SETTINGS[meta(Gpt2Training)["path"]]),
+        settings=table_settings("numerics_train"),
     script:
         "../scripts/numerics_train.py"
 
@@ -79,6 +90,7 @@ rule numerics_train:
 # evaluated on its attention rows at both ends (claim N.3 on a trained model).
 rule numerics_sinks:
     input:
+        settings=settings_record("numerics_sinks"),
         sources=code("numerics_sinks.py"),
     output:
         emergence=result(SinkEmergence),

@@ -37,6 +37,14 @@ for sweep in SWEEPS.values():
     items = sweep.items(section, settings["seed"])
     chunked = chunks(sweep, items)
     segments = sweep_segments(items)
+    # stale chunks are known by the settings their gathered tables record (chunk tables record
+    # only their rows): a changed setting reruns every chunk, then the gather
+    gathered = [result(model) for model in sweep.tables.values()]
+    settings_file = settings_input(
+        settings_path(f"results/sweeps/{sweep.rule}"),
+        settings,
+        made_under_other_settings(gathered, settings),
+    )
     for output in sweep.tables:
         GATHERED[sweep.gathered(output)] = (
             sweep.chunk_table(output),
@@ -54,6 +62,7 @@ for sweep in SWEEPS.values():
                 *code(sweep.script),
                 as_input(f"{workflow.basedir}/workflow/scripts/{sweep.script}"),
             ],
+            settings=settings_file,
             outside=sweep.inputs(section),
             resume=resume_lookup(
                 sweep.checkpoint, lambda wildcards, last=segments: last
@@ -89,6 +98,7 @@ for sweep in SWEEPS.values():
                     *code(sweep.script),
                     as_input(f"{workflow.basedir}/workflow/scripts/{sweep.script}"),
                 ],
+                settings=settings_file,
                 outside=sweep.inputs(section),
                 resume=resume_lookup(sweep.checkpoint, segment_number),
             output:
