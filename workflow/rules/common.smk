@@ -86,7 +86,12 @@ def table_settings(rule):
             apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
         ]
         tables = [below_results(path) for path in outputs]
-        keys = {key for table in tables if table in TABLE_SETTINGS for key in TABLE_SETTINGS[table]}
+        keys = {
+            key
+            for table in tables
+            if table in TABLE_SETTINGS
+            for key in TABLE_SETTINGS[table]
+        }
         return config_slice(config, keys)
 
     return settings
@@ -100,10 +105,14 @@ def settings_record(rule, settings=None, tables=None):
     settings = settings or table_settings(rule)
 
     def record(wildcards):
-        outputs = [apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output]
-        checked = tables(wildcards) if tables else [
-            path for path in outputs if below_results(path) in TABLE_SETTINGS
+        outputs = [
+            apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
         ]
+        checked = (
+            tables(wildcards)
+            if tables
+            else [path for path in outputs if below_results(path) in TABLE_SETTINGS]
+        )
         current = settings(wildcards)
         stale = made_under_other_settings(checked, current)
         return settings_input(settings_path(outputs[0]), current, stale)
