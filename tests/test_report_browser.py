@@ -21,6 +21,7 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)"),
 ]
 WINDOW = {"width": 1400, "height": 1000}
+WIDTHS = [1400, 800]  # a desktop window and a narrow one (a laptop's half screen)
 # what Chromium needs in a container without a display, GPU or network
 FLAGS = [
     "--headless",
@@ -128,3 +129,58 @@ def test_no_caption_or_description_has_a_docutils_message(report, page):
     assert "System Message" not in report.read_text(errors="replace")
     open_report(page, report)
     assert "System Message" not in page.evaluate("document.body.textContent")
+
+
+def page_of_width(browser, width: int) -> Page:
+    return browser.new_context(viewport={"width": width, "height": 900}).new_page()
+
+
+BOXES = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.right]; };
+  const menu = document.querySelector('nav');
+  return {menu: box(menu), document: box(document.querySelector('table.claims').parentElement),
+          table: box(document.querySelector('table.claims'))};
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_claims_table_spans_the_content_pane_beside_the_menu(report, browser, width):
+    """Before: at 1400 px the workflow graph took a third beside the table; at 800 px the
+    centred description started left of the window, under the menu."""
+    page = page_of_width(browser, width)
+    open_report(page, report)
+    page.wait_for_timeout(500)
+    boxes = page.evaluate(BOXES)
+    menu_right = boxes["menu"][1]
+    left, right = boxes["document"]
+    assert left >= menu_right, boxes  # nothing under the menu
+    assert right - left >= 0.9 * (width - menu_right), boxes  # the pane's width, graph below
+    assert boxes["table"][0] >= menu_right, boxes
+
+
+SHOW_CAPTION = """() => {
+  document.querySelectorAll('a[iconname=information-circle]')[0].click();
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_caption_opened_before_any_figure_reads_in_lines_not_words(report, browser, width):
+    """Before: the caption pane shrank to a few dozen pixels beside the landing page."""
+    page = page_of_width(browser, width)
+    open_report(page, report)
+    page.evaluate(CLICK_LINK, next(iter(STUDIES.values())).category)
+    page.evaluate(SHOW_CAPTION)
+    page.wait_for_selector("li.prose-invert")
+    pane = "document.querySelector('li.prose-invert').getBoundingClientRect().width"
+    caption = page.evaluate(pane)
+    assert caption >= 0.4 * width, caption
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_figure_takes_the_pane_beside_its_results_table(report, browser, width):
+    page = page_of_width(browser, width)
+    open_report(page, report)
+    page.evaluate(CLICK_LINK, next(iter(STUDIES.values())).category)
+    image = page.evaluate(SHOW_ROW, 0)
+    table_right = page.evaluate("document.querySelector('nav').getBoundingClientRect().right")
+    assert image["shown"][1] >= 0.9 * (width - table_right), (image, table_right)
