@@ -236,3 +236,12 @@ def test_a_mixed_results_tree_reports_each_figure_with_its_own_configuration(tin
     assert "A1-theory (apjn.model.depth: 9 here, 64 in results/config.yaml)" in note
     codes = {f.code for s in paper["studies"] for f in study_figures(s)}
     assert set(re.findall(r"(?:^|; )([ANC]\d+(?:-theory)?) \(", note)) == codes
+
+
+def test_one_digit_figure_numbers_are_listed_after_a_figure_space():
+    from transformer_stability.plotting import FIGURE_SPACE, listed_code
+
+    assert listed_code("A1") == f"A{FIGURE_SPACE}1"
+    assert listed_code("A1-theory") == f"A{FIGURE_SPACE}1-theory"
+    assert listed_code("N11") == "N11"
+    assert listed_code("C7") == f"C{FIGURE_SPACE}7"

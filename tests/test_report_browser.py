@@ -13,7 +13,8 @@ from conftest import CHROMIUM, ROOT, copy_of_run
 from matplotlib.image import imread
 from playwright.sync_api import Page, sync_playwright
 
-from transformer_stability.registry import STUDIES
+from transformer_stability.plotting import FIGURE_SPACE, natural_order
+from transformer_stability.registry import STUDIES, study_figures
 from transformer_stability.report import report_command
 
 pytestmark = [
@@ -184,3 +185,17 @@ def test_a_figure_takes_the_pane_beside_its_results_table(report, browser, width
     image = page.evaluate(SHOW_ROW, 0)
     table_right = page.evaluate("document.querySelector('nav').getBoundingClientRect().right")
     assert image["shown"][1] >= 0.9 * (width - table_right), (image, table_right)
+
+
+ROW_CODES = """() => Array.from(document.querySelectorAll('nav table tr'))
+  .filter(row => row.querySelector('td')).map(row => row.cells[0].innerText.trim())"""
+
+
+def test_each_study_lists_its_figures_in_natural_order(report, page):
+    """Before: the report sorted codes as strings, A1, A1-theory, A10, A2."""
+    for study in STUDIES.values():
+        open_report(page, report)
+        page.evaluate(CLICK_LINK, study.category)
+        listed = [code.replace(FIGURE_SPACE, "") for code in page.evaluate(ROW_CODES)]
+        codes = [f.code for f in study_figures(study.name)]
+        assert listed == sorted(codes, key=natural_order), listed

@@ -80,6 +80,16 @@ def natural_order(code: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", code))
 
 
+FIGURE_SPACE = "\u2007"  # as wide as a digit, and collated before every digit
+
+
+def listed_code(code: str) -> str:
+    """A figure code as the report lists it, a one-digit number after a figure space (A 1,
+    A 1-theory, A 2, A10): Snakemake's report sorts labels as plain strings (`localeCompare`),
+    which lists A10 before A2."""
+    return re.sub(r"^([A-Za-z]+)(\d)(?!\d)", rf"\g<1>{FIGURE_SPACE}\g<2>", code)
+
+
 def figures_in(package: str) -> tuple[FigureSpec, ...]:
     """The figures of a study's figures `package`: the `FIGURE` of each of its modules (one
     module per figure; modules named with a leading underscore hold shared helpers), in the

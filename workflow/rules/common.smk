@@ -5,7 +5,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.io import apply_wildcards
 
 from transformer_stability.config import ConfigError, may_use_gpu
-from transformer_stability.plotting import ReportCaption
+from transformer_stability.plotting import ReportCaption, listed_code
 from transformer_stability.registry import (
     FIGURES,
     STUDIES,
@@ -158,11 +158,15 @@ assert sorted(IMAGE_FORMATS.values())[0] == IMAGE_FORMATS["png"]
 
 
 def figure_labels(file_format):
-    """Report labels of a figure's PDF or PNG, for the settings recorded beside it."""
-    return lambda wildcards, output: {
-        **FIGURES[wildcards.figure].labels(read_settings(output.pdf)),
-        "format": file_format,
-    }
+    """Report labels of a figure's PDF or PNG, for the settings recorded beside it, its code
+    written to be listed in natural order (plotting.listed_code)."""
+
+    def labels(wildcards, output):
+        figure = FIGURES[wildcards.figure]
+        own = figure.labels(read_settings(output.pdf))
+        return {**own, "figure": listed_code(figure.code), "format": file_format}
+
+    return labels
 
 
 def figure_caption(wildcards):
