@@ -194,6 +194,10 @@ def test_the_report_names_the_runs_missing_figures_and_marks_the_claims_citing_t
     assert '<td class="figure">C2 (missing), C4</td>' in html
     assert '<td class="figure">X1</td>' in html
     assert "Missing" not in html_table(claims, terms)
+    linked = html_table(claims, terms, Notes(missing={"C2": bmin.log}), {"C4": "c4.png"})
+    show = "results[&#x27;c4.png&#x27;].data_uri"  # the report's own view of that PNG
+    assert '<td class="figure">C2 (missing), <a href="#" onclick="app.setView(' in linked
+    assert show in linked and ">C4</a></td>" in linked
 
 
 def _caption_widths(html: str) -> dict[str, set[str]]:

@@ -14,7 +14,7 @@ from matplotlib.image import imread
 from playwright.sync_api import Page, sync_playwright
 
 from transformer_stability.plotting import FIGURE_SPACE, natural_order
-from transformer_stability.registry import STUDIES, study_figures
+from transformer_stability.registry import STUDIES, figure_files, study_figures
 from transformer_stability.report import report_command
 
 pytestmark = [
@@ -199,3 +199,28 @@ def test_each_study_lists_its_figures_in_natural_order(report, page):
         listed = [code.replace(FIGURE_SPACE, "") for code in page.evaluate(ROW_CODES)]
         codes = [f.code for f in study_figures(study.name)]
         assert listed == sorted(codes, key=natural_order), listed
+
+
+OPEN_FIRST_FIGURE_LINK = """async () => {
+  const link = document.querySelector('table.claims td.figure a');
+  const wanted = link.getAttribute('onclick').match(/results\\/figures\\/[^']+\\.png/)[0];
+  link.click();
+  for (let tries = 0; tries < 200; tries++) {
+    const image = Array.from(document.images).find(i => i.src.startsWith('data:image/png'));
+    if (image && image.complete) {
+      return {code: link.textContent, wanted: wanted,
+              shown: image.src.match(/filename=([^;]+);/)[1]};
+    }
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  throw new Error('the link showed no image');
+}"""
+
+
+def test_a_figure_code_in_the_claims_table_opens_its_figure(report, page):
+    open_report(page, report)
+    links = page.evaluate("document.querySelectorAll('table.claims td.figure a').length")
+    assert links >= len(STUDIES)
+    opened = page.evaluate(OPEN_FIRST_FIGURE_LINK)
+    assert opened["wanted"].endswith(opened["shown"]), opened
+    assert figure_files()[opened["code"]] == opened["wanted"], opened

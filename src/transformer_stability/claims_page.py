@@ -63,6 +63,27 @@ def _html_terms(terms: pd.DataFrame) -> str:
     )
 
 
+# A figure code in the claims table opens its figure in the report, beside its caption: what the
+# report's own view buttons do (its `app` and its `results` by path are the page's globals).
+_SHOW_FIGURE = (
+    "app.setView({{content: 'img', contentPath: results['{path}'].data_uri, "
+    "resultPath: '{path}', navbarMode: 'resultinfo'}}); return false;"
+)
+
+
+def figure_links(figures: str, files: Mapping[str, str]) -> str:
+    """A claim's figure cell as HTML: each code whose figure is in `files` (code -> the PNG's
+    path in the report) a link that opens it."""
+    codes = [code.strip() for code in figures.split(",")] if figures else []
+    return ", ".join(
+        f'<a href="#" onclick="{html.escape(_SHOW_FIGURE.format(path=files[code]))}">'
+        f"{html.escape(code)}</a>"
+        if code in files
+        else html.escape(code)
+        for code in codes
+    )
+
+
 def mark_missing(figures: str, missing: Mapping[str, str]) -> str:
     """A claim's figure codes ("A5, A7"), each code whose figure is missing marked so."""
     if not isinstance(figures, str):  # a claim that cites no figure
@@ -106,18 +127,29 @@ def _note(found: Mapping[str, str], title: str, then: str, code: bool = False) -
     return f'<p class="missing"><strong>{title}:</strong> {listed}. {then}</p>\n'
 
 
-def html_table(claims: pd.DataFrame, terms: pd.DataFrame, notes: Notes | None = None) -> str:
+def _html_cell(name: str, value: object, files: Mapping[str, str]) -> str:
+    if name == "figure" and isinstance(value, str):
+        return figure_links(value, files)
+    return html.escape(_cell(value))
+
+
+def html_table(
+    claims: pd.DataFrame,
+    terms: pd.DataFrame,
+    notes: Notes | None = None,
+    files: Mapping[str, str] | None = None,
+) -> str:
     """The claims as an HTML table (undecided first, verdicts coloured), each with its terms
     collapsed below it, under the count per verdict and the `notes` (the report's landing
-    page)."""
-    notes = notes or Notes()
+    page); figure codes found in `files` (code -> PNG path) link to their figures."""
+    notes, files = notes or Notes(), files or {}
     claims = claims.assign(figure=[mark_missing(f, notes.missing) for f in claims["figure"]])
     head = "".join(f"<th>{name}</th>" for name in COLUMNS)
     rows = []
     for _, row in undecided_first(claims).iterrows():
         verdict = _VERDICT_CLASS[row["verdict"]]
         cells = "".join(
-            f'<td class="{name}">{html.escape(_cell(row[name]))}</td>' for name in COLUMNS
+            f'<td class="{name}">{_html_cell(name, row[name], files)}</td>' for name in COLUMNS
         )
         rows.append(f'<tr class="verdict-{verdict}">{cells}</tr>')
         own = terms[terms["claim"] == row["claim"]]
@@ -173,12 +205,18 @@ def stamp(root: Path = Path(".")) -> str:
     return f"commit {commit or 'unknown'}, {date.today().isoformat()}, {machine}"
 
 
-def write_html(claims_csv: Path, terms_csv: Path, page: Path, notes: Notes | None = None) -> None:
-    """The landing page's claims fragment: the table under the `notes`, or where the claims
-    are not in this results tree, how to compute them."""
+def write_html(
+    claims_csv: Path,
+    terms_csv: Path,
+    page: Path,
+    notes: Notes | None = None,
+    files: Mapping[str, str] | None = None,
+) -> None:
+    """The landing page's claims fragment: the table under the `notes` (figure codes linked to
+    `files`), or where the claims are not in this results tree, how to compute them."""
     if claims_csv.exists() and terms_csv.exists():
         claims, terms = read_table(claims_csv, Claims), read_table(terms_csv, ClaimTerms)
-        text = html_table(claims, terms, notes)
+        text = html_table(claims, terms, notes, files)
     else:
         text = (
             f"<p>This results tree holds no <code>{claims_csv}</code>: "

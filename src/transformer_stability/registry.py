@@ -53,6 +53,11 @@ def table_model(path: str | Path) -> type[Table] | None:
     return None if below is None else TABLES.get(below)
 
 
+def figure_files() -> dict[str, str]:
+    """The PNG of every figure by its code, as the report names it."""
+    return {f.code: f"results/figures/{f.name}.png" for f in FIGURES.values()}
+
+
 def study_figures(study: str) -> list[FigureSpec]:
     """The figures of one study, in the natural order of their codes (A1, A1-theory, A2)."""
     return list(STUDIES[study].figures)

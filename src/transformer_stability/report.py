@@ -20,7 +20,7 @@ import yaml
 
 from transformer_stability.claims_page import Notes, write_html
 from transformer_stability.io import atomic_path, read_only, read_only_error
-from transformer_stability.registry import study_figures
+from transformer_stability.registry import figure_files, study_figures
 from transformer_stability.settings import leaves, read_settings, sidecar, value_at
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ def report_command(snakefile: Path, directory: Path) -> list[str]:
         raise SystemExit(read_only_error(blocked))
     recorded = yaml.safe_load(record.read_text())
     notes = Notes(missing(recorded, figures), other_configuration(recorded, directory, figures))
-    write_html(directory / CLAIMS, directory / TERMS, directory / CLAIMS_PAGE, notes)
+    page = directory / CLAIMS_PAGE
+    write_html(directory / CLAIMS, directory / TERMS, page, notes, figure_files())
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile)]
     command += ["--directory", str(directory), "--configfile", str(record.resolve())]
     command += ["--report", str((directory / REPORT).resolve()), "--report-stylesheet"]

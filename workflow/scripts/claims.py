@@ -8,7 +8,7 @@ from transformer_stability.claims_page import write_html
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
-from transformer_stability.registry import evaluate_claims, table_model
+from transformer_stability.registry import evaluate_claims, figure_files, table_model
 from transformer_stability.tables import below_results
 
 setup_logging(snakemake.log[0])
@@ -21,4 +21,5 @@ for frame, path, model in (
 ):
     provenance = with_provenance(frame, seed=snakemake.params.seed, device="cpu", dtype="float64")
     write_table(provenance, path, model)
-write_html(Path(snakemake.output.table), Path(snakemake.output.terms), Path(snakemake.output.page))
+outputs = snakemake.output
+write_html(Path(outputs.table), Path(outputs.terms), Path(outputs.page), files=figure_files())
