@@ -32,6 +32,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
 
 
+# the data jobs' settings records, written now that every rule is read (common.smk)
+write_settings_records()
+
+
 onstart:
     preflight()  # the outside inputs of the jobs that will run
     record_config(config)  # results/config.yaml: what `make report` describes

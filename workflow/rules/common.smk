@@ -1,4 +1,5 @@
 # Config validation and the helpers every study module uses: sweep chunks, rerun-on-code inputs.
+import os
 import re
 
 from snakemake.exceptions import WorkflowError
@@ -97,27 +98,49 @@ def table_settings(rule):
     return settings
 
 
-def settings_record(rule, settings=None, tables=None):
-    """Input function: the job's settings as a file whose date reruns the job when its tables
-    were made under other settings, with or without Snakemake's metadata (settings_inputs.py).
-    `settings` (wildcards -> slice) defaults to the rule's table settings; `tables` (wildcards ->
-    paths) to the job's outputs that are tables."""
-    settings = settings or table_settings(rule)
+# Every data job's settings record (settings_inputs.py), by rule: the wildcards of each of its
+# jobs, its settings and the tables that tell whether they changed. The records are written
+# once the rules are read (`write_settings_records`, end of the Snakefile), before Snakemake
+# builds the jobs and takes stock of which files exist.
+SETTINGS_RECORDS = {}
+
+
+def settings_record(rule, settings=None, tables=None, jobs=({},)):
+    """Input function: the job's settings record, a file whose date reruns the job when its
+    tables were made under other settings, with or without Snakemake's metadata. `settings`
+    (wildcards -> slice) defaults to the rule's table settings, `tables` (wildcards -> paths) to
+    the job's outputs that are tables; `jobs` lists the wildcards of the rule's jobs."""
+    SETTINGS_RECORDS[rule] = (settings or table_settings(rule), tables, jobs)
 
     def record(wildcards):
-        outputs = [
-            apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output
-        ]
-        checked = (
-            tables(wildcards)
-            if tables
-            else [path for path in outputs if below_results(path) in TABLE_SETTINGS]
-        )
-        current = settings(wildcards)
-        stale = made_under_other_settings(checked, current)
-        return settings_input(settings_path(outputs[0]), current, stale)
+        path = _record_path(rule, wildcards)
+        return (
+            [path] if os.path.exists(path) else []
+        )  # none in a read-only results tree
 
     return record
+
+
+def _outputs(rule, wildcards):
+    return [apply_wildcards(p, wildcards) for p in workflow.get_rule(rule).output]
+
+
+def _record_path(rule, wildcards):
+    return settings_path(_outputs(rule, wildcards)[0])
+
+
+def write_settings_records():
+    for rule, (settings, tables, jobs) in SETTINGS_RECORDS.items():
+        for wildcards in jobs:
+            outputs = _outputs(rule, wildcards)
+            checked = (
+                tables(wildcards)
+                if tables
+                else [path for path in outputs if below_results(path) in TABLE_SETTINGS]
+            )
+            current = settings(wildcards)
+            stale = made_under_other_settings(checked, current)
+            settings_input(settings_path(outputs[0]), current, stale)
 
 
 def one_of(names):

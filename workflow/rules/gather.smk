@@ -4,7 +4,9 @@
 
 rule gather:
     input:
-        settings=settings_record("gather"),
+        settings=settings_record(
+            "gather", jobs=[{"table": table} for table in GATHERED]
+        ),
         chunks=lambda wildcards: expand(
             GATHERED[wildcards.table][0], chunk=GATHERED[wildcards.table][2]
         ),

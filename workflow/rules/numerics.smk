@@ -13,7 +13,10 @@ from transformer_stability.numerics.items import BOUND_EXPERIMENTS
 
 rule numerics_bounds:
     input:
-        settings=settings_record("numerics_bounds"),
+        settings=settings_record(
+            "numerics_bounds",
+            jobs=[{"experiment": e} for e in BOUND_EXPERIMENTS],
+        ),
         sources=code("numerics_bounds.py"),
     output:
         "results/numerics/{experiment}.csv",
