@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from transformer_stability import verdicts
-from transformer_stability.apjn.agreement import sensitivity_ratios
+from transformer_stability.apjn.agreement_intervals import sensitivity_ratios
 from transformer_stability.apjn.claims import CLAIMS
 from transformer_stability.apjn.claims._common import (
     AGREEMENT,

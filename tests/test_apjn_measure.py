@@ -10,14 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from transformer_stability.apjn.agreement import (
-    EARLY,
-    agreement,
-    agreement_means,
-    gmfe,
-    region_gmfe,
-    sensitivity_ratios,
-)
+from transformer_stability.apjn.agreement import EARLY, agreement, gmfe, region_gmfe
+from transformer_stability.apjn.agreement_intervals import agreement_means, sensitivity_ratios
 from transformer_stability.apjn.inputs import (
     bundled_images,
     cifar100_images,

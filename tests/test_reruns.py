@@ -209,3 +209,14 @@ def test_a_moved_checkout_replans_nothing(tmp_path):
     moved = checkout.rename(tmp_path / "moved")
     replanned = announced_jobs(_run_in_checkout(moved, "-n").stdout)
     assert not replanned, f"planned again after the move: {replanned}"
+
+
+@pytest.mark.slow
+def test_editing_the_bootstrap_reruns_no_measurement_and_no_training(workdir):
+    """The intervals (resampling.py) are computed from the measured tables, never inside a
+    sweep: the width scan's per-curve GMFE lives apart from its averages (agreement.py,
+    agreement_intervals.py)."""
+    with edited("resampling.py"):
+        jobs = planned(workdir)
+    assert "claims" in _rules(jobs)
+    assert not _rules(jobs) & set(SWEEPS), _rules(jobs)

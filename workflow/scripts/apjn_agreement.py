@@ -1,7 +1,8 @@
 """Rule apjn_agreement: GMFE of measured vs theory curves per sample and depth region, and its
 means with bootstrap intervals."""
 
-from transformer_stability.apjn.agreement import agreement, agreement_means
+from transformer_stability.apjn.agreement import agreement
+from transformer_stability.apjn.agreement_intervals import agreement_means
 from transformer_stability.apjn.tables import Agreement, AgreementMeans, MeasuredCurves
 from transformer_stability.table_jobs import table_job
 

@@ -16,13 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.agreement import EARLY
+from transformer_stability.apjn.agreement import COMPARED, EARLY
 from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
 from transformer_stability.resampling import RESAMPLES, percentile_bounds
 from transformer_stability.tables import columns_of, select
 
 CLOSURES = {"gram": "gmfe_gram", "qp": "gmfe"}
-COMPARED = "compared"
 KEYS = columns_of(WidthFitIds)
 
 

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.agreement import EARLY
+from transformer_stability.apjn.agreement import COMPARED, EARLY
 from transformer_stability.apjn.figures._common import REGIONS, _label, _select, _variants
 from transformer_stability.apjn.figures._labels import _labels, _variant_list
 from transformer_stability.apjn.tables import WidthExcess, WidthSlopes
-from transformer_stability.apjn.width_fit import COMPARED
 from transformer_stability.plotting import FigureSpec, matplotlib_ticker, new_figure, set_style
 
 if TYPE_CHECKING:

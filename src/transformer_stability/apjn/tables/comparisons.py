@@ -70,7 +70,7 @@ LO, HI = "its bootstrap interval's lower end", "its bootstrap interval's upper e
 
 class AgreementMeans(Table):
     """The GMFE of agreement.csv per variant, input, direction and region, with 95 % bootstrap
-    intervals over initializations and the inputs within each (apjn/agreement.py)."""
+    intervals over initializations and the inputs within each (apjn/agreement_intervals.py)."""
 
     norm: Series[str] = _norm()
     alpha: Series[float] = _alpha()

@@ -81,8 +81,9 @@ class EndToEnd(Ids, SweepName):
 
 class SensitivityRatios(Ids, SweepName):
     """Measured/theory J^{L,0} at every point of the sensitivity sweeps (sweeps alpha,
-    attn_mult, mlp_mult of end_to_end.csv; apjn/agreement.py): per initialization the mean over
-    its samples, then the mean over initializations with a 95 % bootstrap interval over them."""
+    attn_mult, mlp_mult of end_to_end.csv; apjn/agreement_intervals.py): per initialization the
+    mean over its samples, then the mean over initializations with a 95 % bootstrap interval
+    over them."""
 
     width: Series[int] = pa.Field(ge=1, description="the model width")
     depth: Series[int] = pa.Field(ge=1, description="the depth L")
