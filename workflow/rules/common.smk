@@ -113,10 +113,9 @@ def settings_record(rule, settings=None, tables=None, jobs=({},)):
     SETTINGS_RECORDS[rule] = (settings or table_settings(rule), tables, jobs)
 
     def record(wildcards):
+        # none where results/ is read-only: the preflight says so before any job
         path = _record_path(rule, wildcards)
-        return (
-            [path] if os.path.exists(path) else []
-        )  # none in a read-only results tree
+        return [path] if os.path.exists(path) else []
 
     return record
 
@@ -130,6 +129,7 @@ def _record_path(rule, wildcards):
 
 
 def write_settings_records():
+    """Write (or re-date) every data job's settings record (settings_inputs.settings_input)."""
     for rule, (settings, tables, jobs) in SETTINGS_RECORDS.items():
         for wildcards in jobs:
             outputs = _outputs(rule, wildcards)
