@@ -12,6 +12,7 @@ from transformer_stability.cluster_plan import RulePlan, plan, preset_config
 from transformer_stability.work import (
     FLOP_PER_SECOND,
     LIMIT_MIN,
+    MEMORY_MARGIN,
     STARTUP_SECONDS,
     Work,
     segments,
@@ -162,3 +163,16 @@ def test_job_counts_in_the_docs_are_the_dry_runs(paper_dry_run):
     assert {rule for _, rule in counts} >= {p.rule for p in PLANS} | {"figure", "gather"}
     for count, rule in counts:
         assert int(count) == stats[rule], rule
+
+
+def test_every_rule_holding_a_large_model_asks_for_its_predicted_host_memory():
+    """The models are built in float32 on the host before they move (work.host_bytes; on an
+    H200 the d = 3072 width-scan model peaked at 30.0 GB where 32.0 GB is predicted): each
+    request holds the largest item's predicted peak with the margin. The profile asked the
+    width scan for 32 GB before it was measured."""
+    requests = PROFILE["set-resources"]
+    modelled = [p for p in plan(preset_config()) if p.host_bytes]
+    assert {p.rule for p in modelled} >= {"apjn_curves", "apjn_width", "apjn_finite_n"}
+    for rule in modelled:
+        requested = requests[rule.rule]["mem_mb"] * 1e6
+        assert requested >= MEMORY_MARGIN * rule.host_bytes, (rule.rule, rule.host_bytes)

@@ -31,6 +31,7 @@ from transformer_stability.work import (
     STARTUP_SECONDS,
     Work,
     estimate_seconds,
+    host_bytes,
     request_minutes,
 )
 
@@ -52,6 +53,7 @@ class RulePlan:
     largest: str
     work: Work
     total_seconds: float = 0.0  # every job's own estimate, summed
+    host_bytes: float = 0.0  # the largest predicted host peak of its items (0: not modelled)
 
     @property
     def seconds(self) -> float:
@@ -85,10 +87,11 @@ def plan(config: dict[str, Any]) -> list[RulePlan]:
         works = {item.id: sweep.work(item).part(count) for item in items}
         largest = max(works, key=lambda item: estimate_seconds(works[item]))
         total = sum(estimate_seconds(work) for work in works.values())
-        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total))
+        peak = max((host_bytes(w) for w in works.values() if w.model_bytes), default=0.0)
+        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, peak))
         if count > 1:
             jobs, rest = len(items) * (count - 1), total * (count - 1)
-            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest))
+            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest, peak))
     return plans
 
 

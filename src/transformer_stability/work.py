@@ -18,6 +18,7 @@ class Work:
     flop: float
     steps: int = 0
     what: str = ""
+    model_bytes: float = 0.0  # the parameters held at once, where the item holds a large model
 
     def part(self, segments: int) -> Work:
         """One of `segments` equal consecutive parts of this work."""
@@ -27,6 +28,12 @@ class Work:
         return replace(
             self, flop=self.flop / segments, steps=steps, what=f"{self.what}, 1/{segments}"
         )
+
+
+def transformer_parameters(layers: int, width: int, mlp_ratio: float = 4.0) -> float:
+    """Matrix entries of `layers` transformer blocks: 4 d^2 (Q, K, V, output) and 2 r d^2 (MLP)
+    per block; biases and norms add under 1 %."""
+    return float(layers * (4 + 2 * mlp_ratio) * width**2)
 
 
 def transformer_flop(layers: int, width: int, tokens: int, mlp_ratio: float = 4.0) -> float:
@@ -52,6 +59,11 @@ measured on an H200 for Study C's L = 128 training, whose arithmetic is 0.6 s of
 STARTUP_SECONDS = 300
 """Every job's start: Python, torch and CUDA, building the model, reading the data."""
 MARGIN = 1.5
+HOST_OVERHEAD_BYTES = 3e9
+"""A job's host memory beside its model: Python, torch, CUDA's context, inputs and tables (1.5
+to 2.7 GB measured for the smaller paper items on an H200, bench/RESULTS.md, GPU smoke)."""
+MEMORY_MARGIN = 1.25
+"""A memory request is at least this many times the predicted peak."""
 GRANULE_MIN = 10
 """Requests are rounded up to whole multiples of this many minutes."""
 LIMIT_MIN = 120
@@ -76,3 +88,10 @@ def segments(work: Work) -> int:
         if request_minutes(work.part(count)) <= LIMIT_MIN:
             return count
     raise ValueError(f"{work.what}: over {MAX_SEGMENTS} segments of {LIMIT_MIN} min")
+
+
+def host_bytes(work: Work) -> float:
+    """Predicted peak host memory of a job holding `work.model_bytes` of model in float32 (the
+    models are built on the CPU before they move: d = 3072, depth 64 predicts 32.0 GB, 30.0 GB
+    measured on an H200)."""
+    return work.model_bytes + HOST_OVERHEAD_BYTES

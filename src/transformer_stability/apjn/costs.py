@@ -4,9 +4,12 @@ forward cost, no measurement."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from transformer_stability.work import TRAIN_FACTOR, Work, transformer_flop
+from transformer_stability.work import TRAIN_FACTOR, Work, transformer_flop, transformer_parameters
+
+FLOAT32_BYTES = 4
 
 if TYPE_CHECKING:
     from transformer_stability.apjn.items import (
@@ -19,9 +22,18 @@ if TYPE_CHECKING:
     from transformer_stability.apjn.spec import ViTSpec
 
 
+def _model_bytes(spec: ViTSpec, blocks: int) -> float:
+    """`blocks` blocks of the model in float32."""
+    return FLOAT32_BYTES * transformer_parameters(blocks, spec.width, spec.mlp_ratio)
+
+
 def _probe_work(spec: ViTSpec, passes: int, what: str) -> Work:
-    """`passes` probe passes (a Jacobian-vector product each) through the whole model."""
-    return Work(passes * TRAIN_FACTOR * spec.forward_flop, what=f"{what}, depth {spec.depth}")
+    """`passes` probe passes (a Jacobian-vector product each) through the whole model, held
+    whole."""
+    flop = passes * TRAIN_FACTOR * spec.forward_flop
+    return Work(
+        flop, what=f"{what}, depth {spec.depth}", model_bytes=_model_bytes(spec, spec.depth)
+    )
 
 
 def curve_work(item: CurveItem) -> Work:
@@ -35,7 +47,7 @@ def curve_work(item: CurveItem) -> Work:
 def width_work(item: WidthItem) -> Work:
     """The curve measurement of the item's model, at its width."""
     work = curve_work(item.curve)
-    return Work(work.flop, what=f"{work.what}, width {item.curve.spec.width}")
+    return replace(work, what=f"{work.what}, width {item.curve.spec.width}")
 
 
 def end_to_end_work(item: EndToEndItem) -> Work:
@@ -55,7 +67,8 @@ def finite_n_work(item: FiniteNItem) -> Work:
         * transformer_flop(spec.depth, spec.width, n + 1, spec.mlp_ratio)
         for n in item.token_counts
     )
-    return Work(flop, what=f"2 inputs x {item.probes} probes, N = {item.token_counts}")
+    what = f"2 inputs x {item.probes} probes, N = {item.token_counts}"
+    return Work(flop, what=what, model_bytes=_model_bytes(spec, item.chunk_blocks))
 
 
 def train_work(item: TrainItem) -> Work:
