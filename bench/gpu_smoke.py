@@ -111,8 +111,9 @@ def run_apart(index: int, args: argparse.Namespace) -> dict[str, Any]:
         return {"index": index, "timeout": args.timeout}
     if child.returncode != 0:
         raise SystemExit(f"item {index} failed (exit {child.returncode})")
-    print(child.stdout.splitlines()[-2], flush=True)
-    return json.loads(child.stdout.splitlines()[-1])
+    *said, record = child.stdout.splitlines()  # the child's lines, then its JSON record
+    print(*said, sep="\n", flush=True)
+    return json.loads(record)
 
 
 def table_row(row: dict[str, Any], names: list[tuple[str, str]]) -> str:

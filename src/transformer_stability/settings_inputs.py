@@ -71,3 +71,11 @@ def settings_input(path: str | Path, settings: Settings, stale: bool) -> list[st
     except PermissionError:
         pass
     return [str(path)] if path.exists() else []
+
+
+def record_settings(
+    path: str | Path, settings: Settings, tables: Iterable[str | Path]
+) -> list[str]:
+    """The settings record of a job whose `tables` tell whether `settings` changed, written and
+    dated (`settings_input`)."""
+    return settings_input(path, settings, made_under_other_settings(tables, settings))

@@ -23,11 +23,7 @@ from transformer_stability.registry import (
 from transformer_stability.io import read_only, read_only_error
 from transformer_stability.report import RECORD, record_config
 from transformer_stability.settings import config_slice, read_settings
-from transformer_stability.settings_inputs import (
-    made_under_other_settings,
-    settings_input,
-    settings_path,
-)
+from transformer_stability.settings_inputs import record_settings, settings_path
 from transformer_stability.code_inputs import as_input, module_sources, script_sources
 from transformer_stability.sweeps import chunk_items, sweep_segments
 from transformer_stability.tables import meta, result
@@ -129,7 +125,7 @@ def _record_path(rule, wildcards):
 
 
 def write_settings_records():
-    """Write (or re-date) every data job's settings record (settings_inputs.settings_input)."""
+    """Write (or re-date) every data job's settings record (settings_inputs.record_settings)."""
     for rule, (settings, tables, jobs) in SETTINGS_RECORDS.items():
         for wildcards in jobs:
             outputs = _outputs(rule, wildcards)
@@ -138,9 +134,7 @@ def write_settings_records():
                 if tables
                 else [path for path in outputs if below_results(path) in TABLE_SETTINGS]
             )
-            current = settings(wildcards)
-            stale = made_under_other_settings(checked, current)
-            settings_input(settings_path(outputs[0]), current, stale)
+            record_settings(settings_path(outputs[0]), settings(wildcards), checked)
 
 
 def one_of(names):

@@ -40,10 +40,8 @@ for sweep in SWEEPS.values():
     # stale chunks are known by the settings their gathered tables record (chunk tables record
     # only their rows): a changed setting reruns every chunk, then the gather
     gathered = [result(model) for model in sweep.tables.values()]
-    settings_file = settings_input(
-        settings_path(f"results/sweeps/{sweep.rule}"),
-        settings,
-        made_under_other_settings(gathered, settings),
+    settings_file = record_settings(
+        settings_path(f"results/sweeps/{sweep.rule}"), settings, gathered
     )
     for output in sweep.tables:
         GATHERED[sweep.gathered(output)] = (
