@@ -10,7 +10,7 @@ import pandas as pd
 from transformer_stability.apjn.figures._common import CLOSURE_STYLES
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.tables import FiniteNCompare
-from transformer_stability.plotting import FigureSpec, new_figure, seaborn, set_style
+from transformer_stability.plotting import FigureSpec, new_figure, sequential_colors, set_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -22,7 +22,7 @@ def plot_finite_n(compare: pd.DataFrame) -> Figure:
     set_style()
     inputs = list(dict.fromkeys(compare["input"]))
     counts = sorted(compare["n_tokens"].unique())
-    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    palette = dict(zip(counts, sequential_colors(len(counts)), strict=True))
     fig = new_figure(figsize=(5 * len(inputs), 4.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(inputs), sharey=True))
     for ax, kind in zip(axes, inputs, strict=True):

@@ -25,7 +25,7 @@ from transformer_stability.apjn.tables import (
     PrelnTokens,
     TheoryDepth,
 )
-from transformer_stability.plotting import FigureSpec, new_figure, seaborn, set_style
+from transformer_stability.plotting import FigureSpec, new_figure, sequential_colors, set_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -74,7 +74,7 @@ def _preln_token_panel(ax, tokens: pd.DataFrame, crossovers: pd.DataFrame) -> No
     """Pre-LN's local exponent of every token count N against L / N^3 in both closures, each
     N's zeta_+ labelled, its generic-input crossover marked (x) and listed in the legend."""
     counts = sorted(tokens["n_tokens"].unique())
-    palette = dict(zip(counts, seaborn().color_palette("viridis", len(counts)), strict=True))
+    palette = dict(zip(counts, sequential_colors(len(counts)), strict=True))
     x_max = tokens["scaled_depth"].max()
     for n in counts:
         for closure, style in CLOSURE_STYLES.items():
