@@ -212,6 +212,18 @@ def test_a_moved_checkout_replans_nothing(tmp_path):
 
 
 @pytest.mark.slow
+def test_editing_the_cost_models_reruns_nothing(workdir):
+    """The cost models set requests, chunks and segments, never a table's value: recalibrating
+    them (work.py's rates, each study's costs.py) plans no job, although every sweep item is
+    costed by them."""
+    modules = ["work.py", "apjn/costs.py", "numerics/costs.py", "counting/costs.py"]
+    with contextlib.ExitStack() as stack:
+        for module in modules:
+            stack.enter_context(edited(module))
+        assert planned(workdir) == []
+
+
+@pytest.mark.slow
 def test_editing_the_bootstrap_reruns_no_measurement_and_no_training(workdir):
     """The intervals (resampling.py) are computed from the measured tables, never inside a
     sweep: the width scan's per-curve GMFE lives apart from its averages (agreement.py,

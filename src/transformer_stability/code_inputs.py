@@ -22,14 +22,20 @@ from pathlib import Path
 PACKAGE = "transformer_stability"
 
 
-# Modules that check what a job reads and writes but never compute it: the table models (the
+# Modules that describe a job but never compute a value of its tables. The table models (the
 # shared `tables` and each study's `tables`, a module or a package of them), which every job
 # that writes a table imports, and the registry that finds them by path (which would otherwise
-# pull in every figure module). They are left out of the closures, so that tightening a model
-# does not rerun every measurement; the tables already written are checked again by the jobs
-# that read them.
-def _checks_only(name: str) -> bool:
-    return name == f"{PACKAGE}.registry" or "tables" in name.split(".")[1:]
+# pull in every figure module): tightening a model reruns no measurement; the tables already
+# written are checked again by the jobs that read them. The cost models (`work` and each study's
+# `costs`), which set the cluster's time and memory requests, how a sweep's items are dealt
+# into chunks and how many segments a long training is cut into: a sweep recut into other chunks
+# or trained in other segments writes the same tables (tests/test_reproducibility.py,
+# tests/test_apjn_train.py), so recalibrating a request reruns nothing.
+def _describes_only(name: str) -> bool:
+    parts = name.split(".")[1:]
+    return name in {f"{PACKAGE}.registry", f"{PACKAGE}.work"} or bool(
+        {"tables", "costs"} & set(parts)
+    )
 
 
 @cache
@@ -80,7 +86,7 @@ def module_closure(*modules: str) -> tuple[str, ...]:
     todo = [parent for name in modules for parent in _with_parents(name)]
     while todo:
         name = todo.pop()
-        if name in seen or _checks_only(name):
+        if name in seen or _describes_only(name):
             continue
         path = _module_file(name)
         if path is None:  # an imported name, not a module (`from pkg.mod import func`)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from transformer_stability.apjn.names import NormName
-from transformer_stability.work import transformer_flop
 
 TIMM_INIT_STD = 0.02
 """timm's trunc-normal std of every Linear weight in a ViT block."""
@@ -48,12 +47,6 @@ class ViTSpec:
     def n_tokens(self) -> int:
         """Patches plus CLS."""
         return (self.img_size // self.patch_size) ** 2 + 1
-
-    @property
-    def forward_flop(self) -> float:
-        """FLOP of one forward pass of one image through the blocks (the patch embedding and the
-        head add under 1 % at ViT-B's shape): what the cluster plan counts."""
-        return transformer_flop(self.depth, self.width, self.n_tokens, self.mlp_ratio)
 
     def with_(self, **changes) -> ViTSpec:
         return replace(self, **changes)

@@ -3,7 +3,8 @@
 
 from transformer_stability.counting import checks, tables
 from transformer_stability.counting.claims import CLAIMS
-from transformer_stability.counting.items import theory_items, train_items, train_work
+from transformer_stability.counting.costs import train_work
+from transformer_stability.counting.items import theory_items, train_items
 from transformer_stability.counting.tables import (
     BminTheory,
     ConstructionPrecision,

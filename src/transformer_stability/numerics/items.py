@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR, GPT2Spec
-from transformer_stability.work import Work, transformer_flop
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
 _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
@@ -202,22 +201,6 @@ def sources_items(numerics: dict[str, Any], seed: int) -> list[SourcesItem]:
     ]
 
 
-def sources_work(item: SourcesItem) -> Work:
-    """The reference and one float64 forward per source (and all together)."""
-    layers, width, _ = item.spec.shape()
-    forwards = (2 + len(SOURCES)) * item.inputs.sequences
-    per_sequence = transformer_flop(layers, width, item.inputs.seq_len)
-    what = f"{forwards} float64 forwards of {item.inputs.seq_len} tokens, {item.spec.name}"
-    return Work(forwards * per_sequence, what=what)
-
-
-def attention_work(item: AttentionItem) -> Work:
-    """One float32 forward of every sequence."""
-    layers, width, _ = item.spec.shape()
-    flop = item.inputs.sequences * transformer_flop(layers, width, item.inputs.seq_len)
-    return Work(flop, what=f"{item.inputs.sequences} forwards, {item.spec.name}")
-
-
 def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
     return [WeightsItem(spec, seed) for spec in model_specs(numerics)]
 
@@ -239,17 +222,6 @@ def outside_files(numerics: dict[str, Any]) -> list[str]:
     text = [numerics["inputs"]["text"]] if numerics["inputs"]["text"] is not None else []
     trained = trained_models(numerics)
     return [*text, *trained, *([HELDOUT_TEXT] if trained else [])]
-
-
-def group_work(item: GroupItem) -> Work:
-    """The float64 reference and every test format of the group through every block (no
-    vocabulary projection; the emulated formats' rounding is elementwise work, not counted)."""
-    layers, width, _ = item.spec.shape()
-    forwards = (1 + len(item.precisions)) * item.inputs.sequences
-    per_sequence = transformer_flop(layers, width, item.inputs.seq_len)
-    what = f"{1 + len(item.precisions)} forwards x {item.inputs.sequences} sequences"
-    tokens = f"{item.inputs.seq_len} tokens"
-    return Work(forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}")
 
 
 # The synthetic bound experiments (rule numerics_bounds, one job each).

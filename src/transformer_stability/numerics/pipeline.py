@@ -3,14 +3,12 @@
 
 from transformer_stability.numerics import checks, tables
 from transformer_stability.numerics.claims import CLAIMS
+from transformer_stability.numerics.costs import attention_work, group_work, sources_work
 from transformer_stability.numerics.items import (
     attention_items,
-    attention_work,
     group_items,
-    group_work,
     outside_files,
     sources_items,
-    sources_work,
     trained_models,
     weights_items,
 )
