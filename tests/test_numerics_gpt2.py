@@ -342,8 +342,10 @@ def test_text_inputs_are_windows_tokenized_by_the_model_s_own_tokenizer(tmp_path
 
 def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_term(tiny_model):
     """Every source rounded alone (m10, float64 elsewhere): its worst-case terms bound what it
-    does at every add, and its typical terms lie within 3x of it in the same (2-)norm; all
-    sources together err about as the sum of their parts (first order)."""
+    does at every add, and its typical terms, weighed by what the source rounds and how the
+    branch carries it, lie within 2x of it in the same (2-)norm (sizing every source by the
+    branch output instead strays 2.2x); all sources together err about as the sum of their
+    parts (first order)."""
     table = sources_table(tiny_model, TINY, 1.0, 10, TokenInputs(16, 2, 2), 0, CPU)
     assert set(table.source) == {"all", *SOURCES}
     silent = table[table.measured == 0]  # only the MLP's sources, before the first MLP
@@ -351,7 +353,7 @@ def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_t
     assert (table.bound >= table.measured).all() and (table.bound_rel >= table.measured_rel).all()
     table = table[table.measured > 0]
     ratio = table.typical_rel_l2 / table.measured_rel_l2
-    assert ratio.between(1 / 3, 3).all(), table.assign(ratio=ratio)[
+    assert ratio.between(1 / 2, 2).all(), table.assign(ratio=ratio)[
         ["source", "checkpoint", "ratio"]
     ]
     wide = table.pivot_table(index="checkpoint", columns="source", values="measured_rel_l2")

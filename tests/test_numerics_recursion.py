@@ -11,16 +11,17 @@ import torch
 from transformer_stability.numerics.gpt2 import BlockWeights
 from transformer_stability.numerics.items import SOURCES
 from transformer_stability.numerics.recursion import (
+    ROUNDING_RMS,
     BlockConstants,
     Roundoffs,
     attention_local,
     layer_norm_error,
     mlp_local,
     recursion_table,
-    typical_fresh,
     typical_step,
 )
-from transformer_stability.numerics.rounding import Precision, SourceRounding
+from transformer_stability.numerics.rounding import Precision, SourceRounding, round_mantissa
+from transformer_stability.numerics.source_gains import BRANCH_SOURCES
 
 F64 = torch.float64
 HALF_EPS = {dtype: torch.finfo(dtype).eps / 2 for dtype in (torch.float32, F64)}
@@ -256,29 +257,45 @@ def test_gelu_evaluation_stays_within_its_allowance_of_float32_ulps():
     assert error.max() > allowance / 8 * x.abs()[error.argmax()]  # at least an ulp is used
 
 
+def _fresh_alone(c, kind, eps, dims, source) -> float:
+    """A branch's typical fresh term when only `source` has a gain (1) and nothing else errs."""
+    token = {"gain_l2": 0.0, "stream_l2": 0.0}
+    token |= {f"gain_{j}": float(j == source) for j in BRANCH_SOURCES[kind]}
+    return typical_step(0.0, c, kind, eps, dims, token)
+
+
 def test_typical_fresh_roundings_by_source():
+    """Each source's relative roundoff ε_j, times the rounding's root mean square per unit u,
+    is its typical term per unit of its gain to the branch output."""
     c = BlockConstants.of(_hand_block())
     a = 1e-6  # u = 0: only the accumulation's random walk, √n·u_acc, sets the product terms
     eps = Roundoffs(0.0, 1e-4, a)
     dims = {"width": 2, "seq_len": 16}
-    root3 = math.sqrt(3)
-    attn = typical_fresh(c, "attn", eps, dims)
-    assert attn == pytest.approx(
-        {
-            "qkv": math.sqrt(3) * a / root3,
-            "scores": math.sqrt(2) * a / root3,
-            "softmax": 1e-4 / root3,
-            "mix": 4 * a / root3,
-            "attn_proj": math.sqrt(3) * a / root3,
-            "layernorm": 1e-4 / root3,
+    expected = {
+        "attn": {
+            "qkv": math.sqrt(3) * a,
+            "scores": math.sqrt(2) * a,
+            "softmax": 1e-4,
+            "mix": 4 * a,
+            "attn_proj": math.sqrt(3) * a,
+            "layernorm": 1e-4,
         },
-        rel=1e-12,
-    )
-    mlp = typical_fresh(c, "mlp", eps, dims)
-    assert mlp == pytest.approx(
-        {"fc": a, "gelu": 1e-4 / root3, "mlp_proj": 3 * a / root3, "layernorm": 1e-4 / root3},
-        rel=1e-12,
-    )
+        "mlp": {"fc": math.sqrt(3) * a, "gelu": 1e-4, "mlp_proj": 3 * a, "layernorm": 1e-4},
+    }
+    for kind, terms in expected.items():
+        found = {j: _fresh_alone(c, kind, eps, dims, j) for j in BRANCH_SOURCES[kind]}
+        assert found == pytest.approx({j: ROUNDING_RMS * e for j, e in terms.items()}, rel=1e-12)
+
+
+def test_the_rounding_rms_is_that_of_round_to_nearest():
+    """Values spread over many binades, rounded to 10 bits: the relative errors' root mean
+    square is ROUNDING_RMS·u (about 0.42u), well below the u/√3 of errors spread evenly."""
+    x = torch.randn(400_000, generator=torch.Generator().manual_seed(0), dtype=F64)
+    u = 2.0**-11
+    relative = (round_mantissa(x, 10) - x) / x
+    rms = relative.pow(2).mean().sqrt().item()
+    assert rms == pytest.approx(ROUNDING_RMS * u, rel=0.02)
+    assert rms < 0.8 * u / math.sqrt(3)
 
 
 def _steps() -> pd.DataFrame:
@@ -293,7 +310,6 @@ def _steps() -> pd.DataFrame:
             "gain_l2": [0.2, 0.3],
             "stream_linf": [8.0, 4.0],
             "stream_l2": [10.0, 5.0],
-            "branch_l2": [3.0, 2.0],
             "inv_stream_linf": [0.125, 0.25],
             "inv_stream_l2": [0.1, 0.2],
             "measured": [2e-3, 1e-3],
@@ -315,7 +331,14 @@ def _typical(c: BlockConstants, source, tokens: dict[str, list]) -> list:
     return out
 
 
-HAND = {"gain_l2": [0.3, 0.2], "stream_l2": [5.0, 10.0], "branch_l2": [2.0, 3.0]}
+def _gains(scale: float) -> dict[str, list[float]]:
+    """Each source's gain to its branch output at both adds, all different: (attention add,
+    MLP add); LayerNorm's acts at both."""
+    sources = dict.fromkeys([*BRANCH_SOURCES["attn"], *BRANCH_SOURCES["mlp"]])
+    return {f"gain_{j}": [scale * (k + 1), scale * (k + 2)] for k, j in enumerate(sources)}
+
+
+HAND = {"gain_l2": [0.3, 0.2], "stream_l2": [5.0, 10.0], **_gains(1.0)}
 
 
 DIMS = {"width": 2, "seq_len": 4, "act_lipschitz": 1.2}
@@ -323,7 +346,7 @@ DIMS = {"width": 2, "seq_len": 4, "act_lipschitz": 1.2}
 
 def test_the_recursion_follows_its_terms_add_by_add():
     """One source at a time: the bound is (1 + a)e + the source's term, the typical estimate
-    √((1 + a₂²)e² + (‖αF‖ε/√3)²), number for number."""
+    √((1 + a₂²)e² + (r·ε·G)²) with the source's own gain G, number for number."""
     c = BlockConstants.of(_hand_block())
     u = 2.0**-11
     attention = c.attention_lipschitz(1.0)
@@ -332,14 +355,15 @@ def test_the_recursion_follows_its_terms_add_by_add():
     assert gelu.checkpoint.tolist() == [1, 2] and gelu.kind.tolist() == ["attn", "mlp"]
     gelu_term = 2.0 * (u + 8 * 2.0**-53) * (2.0 * 2.0 + 0.5)  # ‖W_proj‖∞ ε (‖W_fc‖∞R + |b_fc|)
     assert gelu.bound.tolist() == pytest.approx([0.0, gelu_term], rel=1e-12)
+    gelu_gain = HAND["gain_gelu"][1]
     assert _typical(c, SourceRounding("gelu", 10), HAND) == pytest.approx(
-        [0.0, 3 * u / math.sqrt(3) * 0.1]
+        [0.0, ROUNDING_RMS * u * gelu_gain * 0.1]
     )
     add = recursion_table(_steps(), [c], SourceRounding("add", 10), DIMS)
     first, second = u * 4.0, (1 + 0.25 * mlp) * u * 4.0 + u * 8
     assert add.bound.tolist() == pytest.approx([first, second])
     assert add.bound_rel.tolist() == pytest.approx([first * 0.25, second * 0.125])
-    typical = [u * 5 / math.sqrt(3), u * 10 / math.sqrt(3)]
+    typical = [ROUNDING_RMS * u * 5, ROUNDING_RMS * u * 10]
     both = math.sqrt((1 + 0.2**2) * typical[0] ** 2 + typical[1] ** 2)
     assert _typical(c, SourceRounding("add", 10), HAND) == pytest.approx(
         [typical[0] * 0.2, both * 0.1]
@@ -373,11 +397,16 @@ def test_all_sources_together_add_their_terms():
         + eps.storage * 8.0
     )
     assert table.bound.tolist() == pytest.approx([first, second], rel=1e-12)
-    fresh = [typical_fresh(c, kind, eps, DIMS) for kind in ("attn", "mlp")]
-    squares = [sum(e**2 for e in terms.values()) for terms in fresh]
-    stored = [eps.storage * size / math.sqrt(3) for size in (5.0, 10.0)]
-    typical = math.sqrt(stored[0] ** 2 + 2.0**2 * squares[0])
-    typical = [typical, math.sqrt((1 + 0.2**2) * typical**2 + stored[1] ** 2 + 9 * squares[1])]
+    squares = [
+        sum(
+            (_fresh_alone(c, kind, eps, DIMS, j) * HAND[f"gain_{j}"][k]) ** 2
+            for j in BRANCH_SOURCES[kind]
+        )
+        for k, kind in enumerate(("attn", "mlp"))
+    ]
+    stored = [ROUNDING_RMS * eps.storage * size for size in (5.0, 10.0)]
+    typical = math.sqrt(stored[0] ** 2 + squares[0])
+    typical = [typical, math.sqrt((1 + 0.2**2) * typical**2 + stored[1] ** 2 + squares[1])]
     assert _typical(c, m10, HAND) == pytest.approx([typical[0] * 0.2, typical[1] * 0.1], rel=1e-12)
 
 
@@ -386,7 +415,7 @@ def test_the_typical_estimate_runs_token_by_token():
     each run alone, and the largest over tokens is below what maxima over tokens give, which
     pair one token's branch with another's stream."""
     c = BlockConstants.of(_hand_block())
-    other = {"gain_l2": [0.1, 0.05], "stream_l2": [50.0, 80.0], "branch_l2": [20.0, 40.0]}
+    other = {"gain_l2": [0.1, 0.05], "stream_l2": [50.0, 80.0], **_gains(10.0)}
     pairs = {name: [[HAND[name][k], other[name][k]] for k in (0, 1)] for name in HAND}
     both = {name: [torch.tensor(v, dtype=torch.float64) for v in pairs[name]] for name in HAND}
     m10 = Precision.parse("m10")

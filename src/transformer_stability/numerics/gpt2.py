@@ -206,6 +206,11 @@ def _mlp(x: torch.Tensor, w: BlockWeights, precision: Arithmetic) -> torch.Tenso
     return precision.linear(hidden, *w.mlp_proj, "mlp_proj")
 
 
+def branch(kind: str, x: torch.Tensor, w: BlockWeights, precision: Arithmetic) -> torch.Tensor:
+    """The sublayer of an add of `kind` ('attn' or 'mlp') on its LayerNorm output `x`."""
+    return (_attention if kind == "attn" else _mlp)(x, w, precision)
+
+
 def _normed(h: torch.Tensor, params: tuple, eps: float, precision: Arithmetic) -> torch.Tensor:
     return precision.output("layernorm", _layer_norm(h, params, eps))
 
@@ -217,10 +222,10 @@ def residual_stream(
     h = precision.store(h)
     for b, w in enumerate(blocks):
         normed = _normed(h, w.ln_1, w.eps, precision)
-        h = precision.output("add", h + _attention(normed, w, precision))
+        h = precision.output("add", h + branch("attn", normed, w, precision))
         yield ResidualAdd(2 * b + 1, b, "attn", h, normed)
         normed = _normed(h, w.ln_2, w.eps, precision)
-        h = precision.output("add", h + _mlp(normed, w, precision))
+        h = precision.output("add", h + branch("mlp", normed, w, precision))
         yield ResidualAdd(2 * b + 2, b, "mlp", h, normed)
 
 

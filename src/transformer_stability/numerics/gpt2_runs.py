@@ -45,6 +45,7 @@ from transformer_stability.numerics.recursion import (
     typical_step,
 )
 from transformer_stability.numerics.rounding import SOURCES, Arithmetic, Precision, SourceRounding
+from transformer_stability.numerics.source_gains import source_gains
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.tables import (
     AttentionSinks,
@@ -126,11 +127,11 @@ class _Accumulator:
 
 
 def _reference_statistics(
-    ref: ResidualAdd, previous: torch.Tensor, block: BlockWeights
+    ref: ResidualAdd, previous: torch.Tensor, block: BlockWeights, generator: torch.Generator
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Stream sizes (N2) and the recursions' per-token inputs (their maxima over tokens are
-    kept): they depend on the float64 reference alone, so one computation serves every format
-    of a group."""
+    kept), each rounding source's gain to the branch output among them: they depend on the
+    float64 reference alone, so one computation serves every format of a group."""
     gain = (block.ln_1 if ref.kind == "attn" else block.ln_2)[0]
     norm_l2 = ref.stream.norm(dim=-1)
     branch_l2 = (ref.stream - previous).norm(dim=-1)
@@ -142,9 +143,10 @@ def _reference_statistics(
         "inv_stream_linf": 1 / ref.stream.abs().amax(dim=-1),
         "inv_stream_l2": 1 / norm_l2,
         "normed_linf": ref.normed.abs().amax(dim=-1),
-        "branch_l2": branch_l2,
         "gain_l2": statistics["ln_lipschitz_l2"] * branch_l2 / ref.normed.norm(dim=-1),
     }
+    gains = source_gains(ref.kind, ref.normed, block, generator)
+    worst |= {f"gain_{source}": gain for source, gain in gains.items()}
     return stream_sizes(ref.stream), worst
 
 
@@ -178,10 +180,13 @@ def _run_group(
     device: torch.device,
     constants: list[BlockConstants],
     dims: dict,
+    seed: int,
 ) -> dict[str, _Accumulator]:
     """Test runs that store the same numbers (one storage dtype) share one float64 reference,
     and one copy of the stored weights (a format's weights depend on its storage dtype only).
-    Each format's typical estimate runs beside them, token by token."""
+    Each format's typical estimate runs beside them, token by token, on source gains drawn
+    from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
     storage = precisions[0]
     stored = stored_blocks(model, storage, alpha, device)
     tests = [stored] * len(precisions)
@@ -197,7 +202,8 @@ def _run_group(
             for ref, *outs in zip(
                 residual_stream(ref_blocks, previous, REFERENCE), *streams, strict=True
             ):
-                sizes, worst = _reference_statistics(ref, previous, ref_blocks[ref.block])
+                block = ref_blocks[ref.block]
+                sizes, worst = _reference_statistics(ref, previous, block, generator)
                 c = constants[ref.block]
                 for precision, test in zip(precisions, outs, strict=True):
                     name = precision.name
@@ -293,5 +299,5 @@ def _run_tables(
         "seq_len": inputs.seq_len,
         "act_lipschitz": activation_lipschitz(model.transformer.h[0].mlp.act),
     }
-    accs = _run_group(model, ids, group, alpha, inputs.batch, device, constants, dims)
+    accs = _run_group(model, ids, group, alpha, inputs.batch, device, constants, dims, seed)
     return _group_tables(accs, group, alpha, constants, dims)

@@ -17,13 +17,16 @@ of what follows it (`attention_local`, `mlp_local`). Dividing by the stream size
 relative recursion ρ_k = e_k/min_t‖h_{k,t}‖∞.
 
 Typical case (2-norm per token, errors of random direction): the same recursion,
-e_k² = (1 + a₂_k²)e_{k−1}² + (u_s‖h_k‖₂/√3)² + ‖αF_k‖₂²·Σ_j ε_j², with a₂_k the branch's gain
+e_k² = (1 + a₂_k²)e_{k−1}² + (r·u_s‖h_k‖₂)² + Σ_j (r·ε_j·G_j)², with a₂_k the branch's gain
 on its own input (‖αF_k‖₂/‖LN(h_{k−1})‖₂ from the reference, times LN's 2-norm constant
 ‖γ‖∞/σ): the response to an error of random direction is uncorrelated with it, and the
-fresh roundings ε_j (root mean square u/√3, plus √n·u_acc for an accumulation of n terms)
-add in quadrature. It runs token by token (`typical_step`) and is compared with the measured
-error token by token, through the largest relative value over tokens of each. An estimate,
-not a bound.
+fresh roundings add in quadrature. Source j rounds its outputs with relative errors up to ε_j
+(u, plus √n·u_acc for an accumulation of n terms), of root mean square r·ε_j (r =
+`ROUNDING_RMS`, about 0.42); G_j is the size at the branch output of a relative error field
+ξ ⊙ x of unit root mean square at that source, carried by the rest of the branch, from the
+float64 reference (source_gains.py). It runs token by token
+(`typical_step`) and is compared with the measured error token by token, through the largest
+relative value over tokens of each. An estimate, not a bound.
 
 Each term belongs to one rounding source (`SOURCES`: each matmul family, the softmax,
 LayerNorm, GELU, the residual add); a `SourceRounding` run rounds one source alone, and its
@@ -234,13 +237,6 @@ def mlp_local(
     }
 
 
-def typical_fresh(c: BlockConstants, kind: str, eps: Roundoffs, dims: dict) -> dict[str, float]:
-    """The root-mean-square relative size ε_j of each fresh rounding of a branch, by source, in
-    units of the branch output's size: a rounding error spread evenly over [−u, u] has
-    root mean square u/√3."""
-    return {source: bound / math.sqrt(3) for source, bound in _fresh(c, kind, eps, dims).items()}
-
-
 def _fresh(c: BlockConstants, kind: str, eps: Roundoffs, dims: dict) -> dict[str, float]:
     if kind == "attn":
         return {
@@ -259,6 +255,14 @@ def _fresh(c: BlockConstants, kind: str, eps: Roundoffs, dims: dict) -> dict[str
     }
 
 
+ROUNDING_RMS = 1 / math.sqrt(8 * math.log(2))
+"""Root mean square of a round-to-nearest relative error, per unit roundoff u: the absolute
+error is spread evenly over half an ulp either side, 2^e·u for a value x in [2^e, 2^(e+1)), so
+the relative error's mean square is (u²/3)·E[(2^e/x)²] = (u²/3)·3/(8 ln 2) for significands
+spread log-uniformly over the binade (as values spread over several binades are): about 0.42u,
+not the u/√3 ≈ 0.58u of an error spread evenly over [−u, u]."""
+
+
 def _active(terms: dict[str, float], eps: Roundoffs) -> list[float]:
     return [value for source, value in terms.items() if eps.rounds(source)]
 
@@ -269,15 +273,19 @@ def typical_step(
     """The typical-case error after one residual add, token by token (arrays of a token's
     statistics, or floats): the error so far passes the branch with its 2-norm gain `gain_l2`
     and, uncorrelated with it, adds in quadrature; so do the stored sum's rounding (size
-    `stream_l2`) and the branch's fresh roundings (size `branch_l2`). Per token, because a
-    trained model's tokens differ widely in stream and branch size: maxima over tokens would
-    pair one token's branch with another token's stream."""
-    fresh = sum(e**2 for e in _active(typical_fresh(c, kind, eps, dims), eps))
-    stored = eps.storage / math.sqrt(3) if eps.rounds("add") else 0.0
+    `stream_l2`) and each fresh rounding source j of the branch: its relative error's root
+    mean square (roundoff ε_j times `ROUNDING_RMS`) times its gain to the branch output
+    `gain_<j>` (source_gains.py). Per token, because a trained model's tokens differ widely in
+    stream and branch size: maxima over tokens would pair one token's branch with another
+    token's stream."""
+    fresh = sum(
+        (ROUNDING_RMS * bound * token[f"gain_{source}"]) ** 2
+        for source, bound in _fresh(c, kind, eps, dims).items()
+        if eps.rounds(source)
+    )
+    stored = ROUNDING_RMS * eps.storage if eps.rounds("add") else 0.0
     return (
-        (1 + token["gain_l2"] ** 2) * previous**2
-        + (stored * token["stream_l2"]) ** 2
-        + token["branch_l2"] ** 2 * fresh
+        (1 + token["gain_l2"] ** 2) * previous**2 + (stored * token["stream_l2"]) ** 2 + fresh
     ) ** 0.5
 
 

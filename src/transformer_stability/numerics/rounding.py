@@ -125,8 +125,28 @@ class Precision:
         )
 
 
+class Float64Operations:
+    """Every operation in float64, each operation's outputs passed through `output` with the
+    operation's source name: the base of the arithmetics that alter one source alone."""
+
+    def store(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.float64)
+
+    def output(self, source: str, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def matmul(self, a: torch.Tensor, b: torch.Tensor, source: str) -> torch.Tensor:
+        return self.output(source, torch.matmul(a.double(), b.double()))
+
+    def linear(
+        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, source: str
+    ) -> torch.Tensor:
+        out = torch.addmm(bias.double(), x.flatten(0, -2).double(), weight.double())
+        return self.output(source, out.unflatten(0, x.shape[:-1]))
+
+
 @dataclass(frozen=True)
-class SourceRounding:
+class SourceRounding(Float64Operations):
     """One source of rounding alone: every operation in float64, the outputs of the operations
     of type `source` (one of `SOURCES`, or "all") rounded to `bits` mantissa bits, nearest-even.
     Against the float64 reference it measures what that source contributes to the error."""
@@ -149,22 +169,10 @@ class SourceRounding:
     def unit_roundoff(self) -> float:
         return unit_roundoff(self.bits)
 
-    def store(self, x: torch.Tensor) -> torch.Tensor:
-        return x.to(torch.float64)
-
     def output(self, source: str, x: torch.Tensor) -> torch.Tensor:
         if self.source in (source, "all"):
             return round_mantissa(x.to(torch.float64), self.bits)
         return x
-
-    def matmul(self, a: torch.Tensor, b: torch.Tensor, source: str) -> torch.Tensor:
-        return self.output(source, torch.matmul(a.double(), b.double()))
-
-    def linear(
-        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, source: str
-    ) -> torch.Tensor:
-        out = torch.addmm(bias.double(), x.flatten(0, -2).double(), weight.double())
-        return self.output(source, out.unflatten(0, x.shape[:-1]))
 
 
 def blocked_matmul(
