@@ -35,6 +35,10 @@ NATIVE_ERROR_COLUMNS = {"p01", "p25", "p50", "p75", "p99"} | {
     "measured_rel_l2",
 }
 NATIVE_ERROR_FACTOR = 8.0  # a native format's error statistics agree in size, not in value
+# the typical estimate's source gains are float64 finite differences at a step of 2^-26
+# (numerics/source_gains.py): float64 summed in another order moves them by ~1e-16 / 2^-26
+# (H200: 7.9e-10)
+FINITE_DIFFERENCE_RTOL = {"typical_rel_l2": 1e-7}
 
 
 def as_frames(tables: pd.DataFrame | dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -84,7 +88,8 @@ def test_a_gpu_rule_computes_on_cuda_what_it_computes_on_the_cpu(rule, item, tab
             if c not in own_rounding
         }
         print(rule, item.id, name, {c: f"{v:.1e}" for c, v in worst.items() if v > 0})
-        assert max(worst.values(), default=0.0) <= RTOL[rule], worst
+        over = {c: v for c, v in worst.items() if v > FINITE_DIFFERENCE_RTOL.get(c, RTOL[rule])}
+        assert not over, worst
 
 
 def test_float32_on_cuda_is_float32_not_tf32():
