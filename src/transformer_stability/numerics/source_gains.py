@@ -71,10 +71,8 @@ def source_gains(
     base = branch(kind, normed, block, _REFERENCE)
     gains = {}
     for source in BRANCH_SOURCES[kind]:
-        if source == "layernorm":  # the branch's input is LayerNorm's output
-            moved = normed + eta * relative_noise(normed, generator)
-            out = branch(kind, moved, block, _REFERENCE)
-        else:
-            out = branch(kind, normed, block, SourcePerturbation(source, generator, eta))
+        perturbed = SourcePerturbation(source, generator, eta)
+        # the branch's input is LayerNorm's output: perturbed there when the source is LayerNorm
+        out = branch(kind, perturbed.output("layernorm", normed), block, perturbed)
         gains[source] = (out - base).norm(dim=-1) / eta
     return gains
