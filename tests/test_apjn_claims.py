@@ -34,9 +34,8 @@ from transformer_stability.apjn.claims._common import (
 )
 from transformer_stability.apjn.claims.careful_tuning import (
     A5_STATISTIC,
-    factor_levels,
+    STATISTICS,
     init_and_tuning,
-    tuning_effects,
 )
 from transformer_stability.apjn.claims.depth_exponent import A2_STATISTIC, attention_exponent
 from transformer_stability.apjn.claims.finite_n import closure_fold_error
@@ -64,16 +63,13 @@ from transformer_stability.apjn.tables import (
     SensitivityRatios,
     TheoryDepth,
     Trainability,
+    TuningStatistics,
     TuningWindows,
     WidthExcess,
     WidthSlopes,
 )
-from transformer_stability.apjn.tuning import (
-    TOLERANCE,
-    factor_effects,
-    matched_pairs,
-    rate_windows,
-)
+from transformer_stability.apjn.tuning import matched_pairs, rate_windows
+from transformer_stability.apjn.tuning_statistics import statistics_table, with_best_intervals
 from transformer_stability.claims import NOT_RUN, VERDICTS, Claims, claims_tables, findings
 from transformer_stability.io import read_table
 from transformer_stability.provenance import with_provenance
@@ -599,23 +595,26 @@ def sensitivity_rows(derf_powers=(4.0, 4.0)) -> list[dict]:
 
 
 def train_rows(derf_losses=(0.9, 1.5, 2.0), derf_rise=(0.4, 0.5, 0.6), ln_rise=(0.0, 0.01, 0.02),
-               rates=RATES, mults=(1.0, 4.0), depths=(2, 4)) -> list[dict]:  # fmt: skip
+               rates=RATES, mults=(1.0, 4.0), depths=(2, 4), alphas=(1.0, 2.0),
+               saturating=("derf",), ln_mult_rise=0.0) -> list[dict]:  # fmt: skip
     """Final losses per rate, three seeds: pre-LN flat over rates (1, 1, 1.05), raised at the
-    largest depth by its seed's `ln_rise`; Derf α₀ 1 `derf_losses`, raised by its seed's
-    `derf_rise` at α₀ 2 and at every larger multiplier or depth; at the largest α₀,
-    multiplier and depth Derf's first seed diverges at the largest rate."""
+    largest depth by its seed's `ln_rise` and at every larger multiplier by `ln_mult_rise`; each saturating norm `derf_losses` at the first α₀,
+    raised by its seed's `derf_rise` at every later α₀ and at every larger multiplier or
+    depth; at the last α₀ and the largest multiplier and depth its first seed diverges at the
+    largest rate."""
     rows = []
-    alphas = {"ln": (np.nan,), "derf": (1.0, 2.0)}
-    grid = [(v, a, m, d, s) for v in alphas for a in alphas[v] for m in mults for d in depths
+    levels = {"ln": (np.nan,)} | dict.fromkeys(saturating, alphas)
+    grid = [(v, a, m, d, s) for v in levels for a in levels[v] for m in mults for d in depths
             for s in (0, 1, 2)]  # fmt: skip
     for norm, alpha, mult, depth, seed in grid:
-        steps = (alpha == 2.0) + (mult > 1) + (depth > min(depths))
+        steps = (alpha == alphas[-1] != alphas[0]) + (mult > 1) + (depth > min(depths))
         if norm == "ln":
-            losses = [x + (depth == max(depths)) * ln_rise[seed] for x in (1.0, 1.0, 1.05)]
+            rise = (depth == max(depths)) * ln_rise[seed] + (mult > 1) * ln_mult_rise
+            losses = [x + rise for x in (1.0, 1.0, 1.05)]
         else:
             losses = [x + steps * derf_rise[seed] for x in derf_losses]
         for lr, loss in zip(rates, losses, strict=False):
-            lost = norm == "derf" and steps == 3 and seed == 0 and lr == max(rates)
+            lost = norm != "ln" and steps == 3 and seed == 0 and lr == max(rates)
             rows.append({
                 **ids(norm, alpha, mult), "width": 16, "depth": depth, "init_std": 0.1,
                 "lr": lr, "dataset": "textures", "train_seed": seed, "steps": 100,
@@ -637,13 +636,14 @@ def ratio_rows() -> list[dict]:
 def a5_tables(rows: list[dict], derf_powers=(4.0, 4.0)) -> dict[str, pd.DataFrame]:
     """A.5's tables from trainability rows and the Derf powers of the multiplier sweeps."""
     runs = table(Trainability, rows)
-    windows = rate_windows(runs)
+    windows = with_best_intervals(rate_windows(runs), runs)
     return {
         END_TO_END: table(EndToEnd, sensitivity_rows(derf_powers)),
         RATIOS: table(SensitivityRatios, ratio_rows()),
         TRAINABILITY: runs,
         WINDOWS: table(TuningWindows, windows.to_dict("records")),
         PAIRS: table(MatchedPairs, matched_pairs(windows).to_dict("records")),
+        STATISTICS: table(TuningStatistics, statistics_table(runs).to_dict("records")),
     }
 
 
@@ -651,29 +651,26 @@ def a5(derf_powers=(4.0, 4.0), **train):
     return init_and_tuning(a5_tables(train_rows(**train), derf_powers), SECTION)
 
 
-def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
-    finding = a5()
+CONTRASTS = ["sensitivity, {} − pre-LN", "tuning cost, {} − pre-LN", "window, {} − pre-LN"]
+
+
+def test_a5_holds_when_each_saturating_norm_is_more_sensitive_costlier_and_narrower():
+    finding = a5(saturating=("derf", "dyt"))
     assert finding.verdict == HOLDS
-    assert "attn_mult derf ×256 (theory ×256)" in finding.value
-    assert "Derf's spread over pre-LN's attn_mult 64, mlp_mult 64;" in finding.value
-    assert "measured/theory from 1 [1, 1] (pre-LN, attn_mult 0.5)" in finding.value
-    assert "over 13 points (1+ initializations each), 0 of whose intervals leave out 1" in (
-        finding.value
-    )
-    assert "derf alpha 1→2: window 0 rates, best 0.383 [0.324, 0.434];" in finding.value
-    assert "ln depth 2→4: window 0 rates, best 0.01 [0, 0.0193];" in finding.value
-    assert "diverged runs 1, loss spikes 0, gradient blow-ups 1 in 108 runs" in finding.value
-    assert "J-matched pairs" in finding.value and "partial r" in finding.value
     assert list(terms(finding)) == [
         "Derf's J spread over pre-LN's, attn_mult", "Derf's J spread over pre-LN's, mlp_mult",
-        "sensitivity, Derf α₀", "sensitivity, Derf multiplier", "sensitivity, Derf depth",
-        "window change, pre-LN multiplier", "best-loss change, pre-LN multiplier",
-        "window change, pre-LN depth", "best-loss change, pre-LN depth",
+        *(name.format(norm) for norm in ("Derf", "DyT") for name in CONTRASTS),
     ]  # fmt: skip
     spread = terms(finding)["Derf's J spread over pre-LN's, mlp_mult"].estimate
     assert (spread.units, spread.unit) == (2, "initializations")
-    best = terms(finding)["best-loss change, pre-LN depth"].estimate
-    assert (best.units, best.unit) == (3, "training seeds")
+    cost = terms(finding)["tuning cost, DyT − pre-LN"].estimate
+    assert (cost.units, cost.unit, cost.basis) == (3, "training seeds",
+                                                   "bootstrap over training seeds")  # fmt: skip
+    # the default (α₀ 1, mult 1, median rate) 1.5 against the best 0.9; pre-LN 1 against 1
+    assert cost.point == pytest.approx(0.6)
+    window = terms(finding)["window, Derf − pre-LN"].estimate
+    # pre-LN keeps all three rates (1.5 decades), Derf only its best (the first cell)
+    assert window.point == pytest.approx(np.log10(3) - 1.5)
 
 
 @pytest.mark.parametrize(
@@ -681,10 +678,8 @@ def test_a5_holds_when_derf_spreads_more_and_each_factor_degrades_its_best():
     [
         ({"derf_powers": (0.8, 1.2)}, "Derf's J spread", UNDECIDED),
         ({"derf_powers": (0.5, 0.6)}, "Derf's J spread", FAILS),
-        ({"ln_rise": (0.04, 0.1, 0.16)}, "best-loss change, pre-LN depth", UNDECIDED),
-        ({"ln_rise": (0.14, 0.16, 0.18)}, "best-loss change, pre-LN depth", FAILS),
-        ({"derf_rise": (0.0, 0.09, 0.18)}, "sensitivity", UNDECIDED),
-        ({"derf_rise": (0.0, 0.0, 0.0), "derf_losses": (1.0, 1.0, 1.05)}, "sensitivity", FAILS),
+        ({"derf_rise": (-0.2, 0.0, 0.2), "ln_mult_rise": 0.1}, "sensitivity, Derf", UNDECIDED),
+        ({"derf_rise": (0.0, 0.0, 0.0), "ln_mult_rise": 0.1}, "sensitivity, Derf", FAILS),
     ],
 )  # fmt: skip
 def test_a5_is_undecided_on_a_straddling_interval_and_fails_outside(change, prefix, verdict):
@@ -694,93 +689,58 @@ def test_a5_is_undecided_on_a_straddling_interval_and_fails_outside(change, pref
     assert {t.verdict for t in finding.terms if not t.name.startswith(prefix)} == {HOLDS}
 
 
-def test_a5_pre_ln_window_narrowed_by_a_rate_contradicts_it():
-    """A deep pre-LN whose middle rate is 20 % worse leaves the window of the best."""
-    finding = a5(ln_rise=(0.0, 0.0, 0.0), derf_losses=(0.9, 1.5, 2.0))
-    assert finding.verdict == HOLDS
-    rows = train_rows()
-    for row in rows:
-        if row["norm"] == "ln" and row["depth"] == 4 and row["lr"] == RATES[1]:
-            row["final_loss"] = 1.2
-    window = terms(init_and_tuning(a5_tables(rows), SECTION))["window change, pre-LN depth"]
-    assert (window.estimate.point, window.verdict) == (-1.0, FAILS)
-
-
-def test_tuning_effects_agree_with_factor_effects_on_the_table():
-    """The bootstrap's statistic on the unresampled table is tuning.factor_effects of
-    tuning.rate_windows."""
-    runs = pd.DataFrame(train_rows(derf_rise=(0.1, 0.3, 0.5), ln_rise=(0.0, 0.05, 0.2)))
-    stats = tuning_effects(runs)
-    expected = factor_effects(rate_windows(runs))
-    levels = factor_levels(runs)
-    assert len(stats) == 3 * len(expected) == 3 * len(levels) == 15
-    for row in expected.itertuples(index=False):
-        assert levels[(row.norm, row.factor)] == (row.low, row.high)
-        assert stats[("window", row.norm, row.factor)] == pytest.approx(row.window_change)
-        assert stats[("best", row.norm, row.factor)] == pytest.approx(row.best_change)
-        either = max(-row.window_change, row.best_change / TOLERANCE)
-        assert stats[("sensitivity", row.norm, row.factor)] == pytest.approx(either)
-
-
-def test_tuning_effects_count_a_never_trained_configuration_as_infinitely_worse():
-    runs = pd.DataFrame(train_rows())
-    runs.loc[runs["norm"].eq("derf") & runs["depth"].eq(4), "diverged"] = True
-    stats = tuning_effects(runs)
-    assert stats[("best", "derf", "depth")] == np.inf
-    assert stats[("window", "derf", "depth")] == -1.0  # one rate within 10 % before, none after
-    assert stats[("sensitivity", "derf", "depth")] == np.inf
-    assert np.isnan(stats[("best", "derf", "alpha")])  # both levels never trained at depth 4
-
-
-def test_tuning_effects_compare_only_configurations_trained_at_both_levels():
-    """A configuration trained at one level only (here Derf α₀ 2 at multiplier 4) leaves the
-    multiplier's comparison at α₀ 2 out, and α₀'s at multiplier 4."""
-    runs = pd.DataFrame(train_rows(derf_rise=(0.2, 0.2, 0.2)))
-    kept = ~(runs["alpha"].eq(2.0) & runs["attn_mult"].eq(4.0))
-    stats = tuning_effects(runs[kept])
-    expected = factor_effects(rate_windows(runs[kept])).set_index(["norm", "factor"])
-    for (norm, factor), row in expected.iterrows():
-        assert stats[("best", norm, factor)] == pytest.approx(row["best_change"])
-        assert stats[("window", norm, factor)] == pytest.approx(row["window_change"])
+def test_a5_fails_when_the_saturating_norm_trains_like_pre_ln():
+    """Derf's losses equal to pre-LN's at every init choice: neither its sensitivity nor its
+    tuning cost is above pre-LN's; its window is narrower only where a run diverged."""
+    finding = a5(derf_losses=(1.0, 1.0, 1.05), derf_rise=(0.0, 0.0, 0.0), ln_rise=(0, 0, 0))
+    assert finding.verdict == FAILS
+    for name in CONTRASTS[:2]:
+        term = terms(finding)[name.format("Derf")]
+        assert (term.estimate.point, term.verdict) == (0.0, FAILS)
+    window = terms(finding)["window, Derf − pre-LN"].estimate
+    assert window.lo < 0 == window.hi
 
 
 def test_a5_value_gives_each_part_in_order():
-    assert a5().value == (
-        "attn_mult derf ×256 (theory ×256), attn_mult ln ×4 (theory ×4), mlp_mult derf ×256 "
-        "(theory ×256), mlp_mult ln ×4 (theory ×4); Derf's spread over pre-LN's attn_mult 64, "
-        "mlp_mult 64; measured/theory from 1 [1, 1] (pre-LN, attn_mult 0.5) to 1 [1, 1] "
-        "(pre-LN, attn_mult 0.5) over 13 points (1+ initializations each), 0 of whose intervals "
-        "leave out 1; derf alpha 1→2: window 0 rates, best 0.383 [0.324, 0.434]; derf attn_mult "
-        "1→4: window 0 rates, best 0.383 [0.324, 0.434]; derf depth 2→4: window 0 rates, best "
-        "0.383 [0.324, 0.434]; ln attn_mult 1→4: window 0 rates, best 0; ln depth 2→4: window 0 "
-        "rates, best 0.01 [0, 0.0193]; 17 J-matched pairs (|Δ ln J| ≤ 0.1): median |Δ best "
-        "loss| 0.4 against 0.5 over all pairs; partial r nan; diverged runs 1, loss spikes 0, "
-        "gradient blow-ups 1 in 108 runs"
-    )
+    value = a5().value
+    parts = [
+        "attn_mult derf ×256 (theory ×256)", "Derf's spread over pre-LN's attn_mult 64",
+        "measured/theory from 1 [1, 1]", "Derf − pre-LN: sensitivity",
+        "tuning cost 0.6", "(Derf 0.6, pre-LN 0)", "window", "decades", "instability",
+        "events/run", "partial r", "the α₀ with J^{L,0} nearest 1 trains best at a fraction "
+        "Derf", "J-matched pairs", "diverged runs 1, loss spikes 0, gradient blow-ups 1 in 108 "
+        "runs",
+    ]  # fmt: skip
+    positions = [value.index(part) for part in parts]
+    assert positions == sorted(positions)
 
 
-def test_a5_states_its_grid_of_rates():
-    assert a5().statistic == A5_STATISTIC.format(rates=3, low="0.001", high="0.01", tolerance="10%")
-    assert "(rates of 3, 0.001 to 0.01, whose mean final loss over seeds is within 10% of" in (
-        a5().statistic
-    )
+def test_a5_states_its_grids():
+    statistic = a5().statistic
+    assert statistic == A5_STATISTIC.format(depths="2, 4", median="0.003", rates=3,
+                                            low="0.001", high="0.01", tolerance="10%")  # fmt: skip
+    assert "the median rate 0.003" in statistic and "depths 2, 4)" in statistic
 
 
-def test_statistics_on_grids_with_empty_cells_raise_no_numpy_warnings():
-    """Pre-LN has no α₀, and a configuration that never trains has an infinite best loss on
-    both levels: the claims rule's log stays free of 0/0 and inf/inf warnings."""
-    runs = pd.DataFrame(train_rows())
-    runs.loc[runs["norm"].eq("derf") & runs["depth"].eq(4), "diverged"] = True
+def test_a5_on_grids_with_never_trained_configurations_raises_no_numpy_warnings():
+    """Pre-LN has no α₀, and a configuration that never trains has an infinite best loss: the
+    tuning rule's and the claims rule's logs stay free of 0/0 and inf - inf warnings."""
+    rows = train_rows()
+    for row in rows:
+        if row["norm"] == "derf" and row["depth"] == 4 and row["alpha"] == 2.0:
+            row.update(diverged=True, final_loss=np.nan, train_accuracy=np.nan,
+                       test_accuracy=np.nan)  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tuning_effects(runs)
-        assert a5().verdict == HOLDS
+        finding = init_and_tuning(a5_tables(rows), SECTION)
+    assert terms(finding)["sensitivity, Derf − pre-LN"].estimate.point == np.inf
 
 
-def test_a5_not_run_with_fewer_than_three_rates_one_multiplier_or_one_depth():
+def test_a5_not_run_with_fewer_than_three_rates_one_multiplier_or_no_default_init():
     assert a5(derf_losses=(0.9, 1.5), rates=RATES[:2]) is None
     assert a5(mults=(1.0,)) is None
-    assert a5(depths=(4,)) is None
+    assert a5(alphas=(0.5, 2.0)) is None
+    assert a5(depths=(4,)).verdict == HOLDS  # one depth is enough for a contrast
 
 
 # --- all claims ----------------------------------------------------------------------------

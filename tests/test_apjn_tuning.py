@@ -5,11 +5,10 @@ import pandas as pd
 import pytest
 
 from transformer_stability.apjn.tuning import (
-    factor_effects,
     matched_pairs,
     partial_correlation,
+    rate_cells,
     rate_windows,
-    sensitive,
 )
 
 RATES = (1e-4, 1e-3, 1e-2)
@@ -35,14 +34,32 @@ def runs(losses: dict[tuple, tuple[float, ...]], diverged=(), log_j=None) -> pd.
 LN, DERF = ("ln", np.nan, 1.0, 4), ("derf", 1.0, 1.0, 4)
 
 
-def test_window_counts_rates_within_tolerance_and_spans_their_decades():
-    table = rate_windows(runs({LN: (1.0, 1.05, 1.2), DERF: (2.0, 0.5, 0.56)}))
+def test_window_counts_rates_within_the_depths_tolerance_and_sums_their_cells():
+    """The depth's lowest best loss is Derf's 0.5, so the tolerance is 0.05 for both: pre-LN
+    keeps 1.04 (not 1.2), Derf loses 0.56 although it is within 10 % of its own best."""
+    table = rate_windows(runs({LN: (1.0, 1.04, 1.2), DERF: (2.0, 0.5, 0.56)}))
     ln, derf = table.set_index("norm").loc["ln"], table.set_index("norm").loc["derf"]
     assert (ln["best_loss"], ln["best_lr"]) == (1.0, 1e-4)
-    assert ln["window_rates"] == 2 and ln["window_decades"] == pytest.approx(1.0)
+    assert ln["window_rates"] == 2 and ln["window_decades"] == pytest.approx(2.0)
     assert derf["best_lr"] == 1e-3 and derf["window_rates"] == 1
-    assert derf["window_decades"] == 0.0 and (table["runs"] == 6).all()
+    assert derf["window_decades"] == pytest.approx(1.0) and (table["runs"] == 6).all()
     assert (table["loss_spikes"] == 3).all()  # seed 1 has one spike per rate
+
+
+def test_a_worse_configuration_gets_no_wider_window():
+    """Scaling a configuration's losses up leaves the tolerance (the depth's best) alone, so
+    its window can only shrink; a tolerance relative to its own best would widen it."""
+    good = rate_windows(runs({LN: (1.0, 1.08, 1.3), DERF: (1.0, 1.08, 1.3)}))
+    worse = rate_windows(runs({LN: (1.0, 1.08, 1.3), DERF: (2.0, 2.16, 2.6)}))
+    assert good.set_index("norm").loc["derf", "window_rates"] == 2
+    assert worse.set_index("norm").loc["derf", "window_rates"] == 1
+
+
+def test_rate_cells_meet_halfway_in_log_rate():
+    assert rate_cells([1e-4, 1e-3, 1e-2]) == pytest.approx([1.0, 1.0, 1.0])
+    assert rate_cells([1e-4, 1e-3, 1e-1]) == pytest.approx([1.0, 1.5, 2.0])
+    assert rate_cells([1e-3, 1e-1]) == pytest.approx([2.0, 2.0])
+    assert list(rate_cells([1e-3])) == [0.0]
 
 
 def test_a_diverged_seed_removes_its_rate_and_a_never_trained_config_has_no_window():
@@ -81,18 +98,3 @@ def test_partial_correlation_sees_j_beyond_the_design_factors():
     assert partial_correlation(_grid(lambda a, d, j: 0.1 * j)) == pytest.approx(1.0)
     assert partial_correlation(_grid(lambda a, d, j: -0.1 * j)) == pytest.approx(-1.0)
     assert np.isnan(partial_correlation(_grid(lambda a, d, j: np.log(a) + np.log(d))))
-
-
-def test_factor_effects_compare_extreme_levels_at_equal_other_factors():
-    windows = pd.DataFrame([
-        {"norm": "derf", "alpha": a, "attn_mult": 1.0, "depth": d, "best_loss": a * d,
-         "window_rates": 3 - int(a > 1)}
-        for a in (1.0, 2.0, 4.0) for d in (2, 4)
-    ])  # fmt: skip
-    effects = factor_effects(windows).set_index("factor")
-    assert effects.loc["alpha", "window_change"] == -1.0
-    assert effects.loc["alpha", "best_change"] == pytest.approx(3.0)
-    assert effects.loc["depth", "best_change"] == pytest.approx(1.0)
-    assert "attn_mult" not in effects.index
-    assert sensitive(effects.loc["depth"]) and sensitive(effects.loc["alpha"])
-    assert not sensitive(pd.Series({"window_change": -0.5, "best_change": 0.1}))

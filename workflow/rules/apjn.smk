@@ -17,6 +17,7 @@ from transformer_stability.apjn.tables import (
     TheoryCurves,
     TheoryDepth,
     Trainability,
+    TuningStatistics,
     TuningWindows,
     WidthAgreement,
     WidthExcess,
@@ -110,6 +111,7 @@ rule apjn_tuning:
     output:
         windows=result(TuningWindows),
         pairs=result(MatchedPairs),
+        statistics=result(TuningStatistics),
     log:
         "results/logs/apjn/tuning.log",
     localrule: True

@@ -1,8 +1,8 @@
 """Tuning windows: what the trainability grid says about "needs careful tuning".
 
 Per trained configuration (norm, α₀, init multiplier, depth) the best outcome over the peak
-rates, the window of rates whose outcome is within TOLERANCE of it, and its instability events;
-then two ways of asking whether the theory's J^{L,0} carries the effect: pairs of
+rates, the window of rates whose outcome is within a tolerance of it, and its instability
+events; then two ways of asking whether the theory's J^{L,0} carries the effect: pairs of
 configurations with (nearly) equal J^{L,0} but different design, and the partial correlation of
 the best outcome with ln J^{L,0} given the design factors. Torch-free: a derived-table rule.
 """
@@ -17,10 +17,31 @@ import pandas as pd
 CONFIG = ["norm", "alpha", "attn_mult", "depth"]
 """The columns that name one configuration of the grid (attn_mult = mlp_mult)."""
 TOLERANCE = 0.10
-"""A rate is inside a configuration's window when its mean final loss is within this fraction
-of the configuration's best."""
+"""A rate is inside a configuration's window when its mean final loss exceeds the
+configuration's best by at most this fraction of the lowest best loss of any configuration at
+the same depth: a tolerance in loss units, one per depth, so that a worse configuration does not
+get a wider window."""
 MATCH = 0.1
 """Two configurations are J-matched when their ln J^{L,0} differ by at most this."""
+
+
+def rate_cells(lrs: np.ndarray) -> np.ndarray:
+    """The width in decades of each rate's cell on the log-rate axis (sorted rates; the cells
+    meet halfway between neighbours in log10 and the end cells reach as far out as in): a
+    window's width is the sum of its rates' cells, whether or not they are contiguous. A single
+    rate has no width."""
+    x = np.log10(np.asarray(lrs, float))
+    if len(x) < 2:
+        return np.zeros(len(x))
+    gaps = np.diff(x)
+    return (np.concatenate([gaps[:1], gaps]) + np.concatenate([gaps, gaps[-1:]])) / 2
+
+
+def window_tolerances(best: pd.Series, depth: pd.Series) -> pd.Series:
+    """Each configuration's tolerance: TOLERANCE times the lowest finite best loss at its
+    depth (NaN where none trained)."""
+    finite = best.where(np.isfinite(best))
+    return TOLERANCE * finite.groupby(depth.to_numpy()).transform("min")
 
 
 def _per_rate(train: pd.DataFrame) -> pd.DataFrame:
@@ -42,17 +63,18 @@ def _per_rate(train: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _window(rates: pd.DataFrame) -> pd.Series:
-    """One configuration's best loss and rate, its window and its events."""
+def _window(rates: pd.DataFrame, cells: pd.Series) -> pd.Series:
+    """One configuration's best loss and rate, its window at tolerance `rates.tolerance` and
+    its events."""
     best = rates["loss"].min()
-    inside = rates.loc[rates["loss"] <= best * (1 + TOLERANCE), "lr"]
     finite = bool(np.isfinite(best))
+    inside = finite & (rates["loss"] <= best + rates["tolerance"].iloc[0])
     return pd.Series({
         "log_apjn": rates["log_apjn"].mean(),
         "best_loss": best,
         "best_lr": rates.loc[rates["loss"].idxmin(), "lr"] if finite else np.nan,
-        "window_rates": len(inside) if finite else 0,
-        "window_decades": float(np.log10(inside.max() / inside.min())) if finite else 0.0,
+        "window_rates": int(inside.sum()),
+        "window_decades": float(cells[rates.loc[inside, "lr"]].sum()),
         "rates": len(rates),
         "runs": int(rates["runs"].sum()),
         "diverged": int(rates["diverged"].sum()),
@@ -63,11 +85,16 @@ def _window(rates: pd.DataFrame) -> pd.Series:
 
 def rate_windows(train: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration: ln J^{L,0} of its models at init (mean over seeds), the best
-    mean final loss over rates and its rate, the window (number of rates within TOLERANCE of
-    the best, and the decades they span), and the events of all its runs."""
+    mean final loss over rates and its rate, the window (the rates within the depth's tolerance
+    of the best, their number and their width in decades, rate_cells) and the events of all its
+    runs."""
     per_rate = _per_rate(train)
+    lrs = np.sort(per_rate["lr"].unique())
+    cells = pd.Series(rate_cells(lrs), index=lrs)
+    best = per_rate.groupby(CONFIG, dropna=False)["loss"].transform("min")
+    per_rate["tolerance"] = window_tolerances(best, per_rate["depth"])
     rows = [
-        {**dict(zip(CONFIG, key, strict=True)), **_window(rates)}
+        {**dict(zip(CONFIG, key, strict=True)), **_window(rates, cells)}
         for key, rates in per_rate.groupby(CONFIG, dropna=False, sort=True)
     ]
     counts = ["depth", "window_rates", "rates", "runs", "diverged", "loss_spikes", "grad_blowups"]
@@ -132,36 +159,3 @@ def partial_correlation(windows: pd.DataFrame, outcome: str = "best_loss") -> fl
     if np.allclose(x, 0) or np.allclose(y, 0):
         return float("nan")
     return float(np.corrcoef(x, y)[0, 1])
-
-
-def factor_effects(windows: pd.DataFrame) -> pd.DataFrame:
-    """Per norm and design factor (α₀, multiplier, depth): over configurations equal in every
-    other factor, the mean change of the window (rates) and of the best loss (relative; inf if
-    a largest-level configuration never trains) from the factor's smallest to its largest
-    level."""
-    rows = []
-    for norm, part in windows.groupby("norm"):
-        for factor in ("alpha", "attn_mult", "depth"):
-            levels = part[factor].dropna().unique()
-            if len(levels) < 2:
-                continue
-            others = [c for c in CONFIG if c != factor]
-            low = part[part[factor] == levels.min()].set_index(others)
-            high = part[part[factor] == levels.max()].set_index(others)
-            high = high.loc[high.index.intersection(low.index)]
-            low = low.loc[high.index]
-            change = high["best_loss"].to_numpy() / low["best_loss"].to_numpy() - 1
-            rows.append({
-                "norm": norm, "factor": factor, "low": levels.min(), "high": levels.max(),
-                "window_change": float((high["window_rates"] - low["window_rates"]).mean()),
-                "best_change": float(np.mean(change)),
-            })  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["norm", "factor", "low", "high", "window_change", "best_change"]
-    )
-
-
-def sensitive(effect: pd.Series) -> bool:
-    """Whether a factor narrows the window (by at least one rate on average) or degrades the
-    best loss by more than TOLERANCE."""
-    return bool(effect["window_change"] <= -1 or effect["best_change"] > TOLERANCE)

@@ -69,32 +69,6 @@ def _labelled(means: pd.DataFrame) -> pd.DataFrame:
     return means.assign(model=labels)
 
 
-def grid_means(
-    frame: pd.DataFrame, keys: list[str], columns: list[str]
-) -> tuple[list[pd.Index], dict[str, np.ndarray]]:
-    """The levels of each of `keys` (sorted distinct values, NaN last) and the mean of each of
-    `columns` in every cell of their grid (NaN in a cell without rows). By np.bincount: a
-    bootstrap recomputes it on each of its resamples, where a groupby would take seconds."""
-    codes, levels = zip(
-        *(pd.factorize(frame[k], sort=True, use_na_sentinel=False) for k in keys), strict=True
-    )
-    shape = tuple(len(level) for level in levels)
-    cells = np.ravel_multi_index(codes, shape)
-    count = np.bincount(cells, minlength=int(np.prod(shape)))
-    with np.errstate(invalid="ignore"):  # 0 / 0: a cell without rows
-        means = {
-            c: (np.bincount(cells, frame[c].to_numpy(float), count.size) / count).reshape(shape)
-            for c in columns
-        }
-    return list(levels), means
-
-
-def labelled(values: Mapping[tuple, float]) -> pd.Series:
-    """`values` as a Series on an index of tuples: a bootstrap statistic's result, built in
-    microseconds where a MultiIndex takes milliseconds."""
-    return pd.Series(list(values.values()), pd.Index(list(values), tupleize_cols=False), float)
-
-
 def _where(label: Any) -> str:
     return ", ".join(str(k) for k in np.atleast_1d(label))
 

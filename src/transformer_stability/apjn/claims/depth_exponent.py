@@ -18,7 +18,6 @@ from transformer_stability.apjn.claims._common import (
     INITS,
     MIN_POINTS,
     _g,
-    grid_means,
 )
 from transformer_stability.apjn.claims.finite_n import (
     closure_fold_error,
@@ -26,6 +25,7 @@ from transformer_stability.apjn.claims.finite_n import (
     finite_n_text,
 )
 from transformer_stability.claims import ClaimSpec, Finding, Tables
+from transformer_stability.resampling import grid_means
 from transformer_stability.verdicts import Estimate, Term, at_most, bootstrap, nearer, within
 
 SLOPE_GAP = 0.05

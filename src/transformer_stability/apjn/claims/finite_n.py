@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.claims._common import _g, grid_means
+from transformer_stability.apjn.claims._common import _g
 from transformer_stability.apjn.closures import closure_apjn, compared_blocks
 from transformer_stability.apjn.tables import CLOSURES
+from transformer_stability.resampling import grid_means
 
 
 def closure_ratios(finite_n: pd.DataFrame) -> pd.DataFrame:

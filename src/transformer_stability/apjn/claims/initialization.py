@@ -8,7 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.claims._common import _g, _label, grid_means
+from transformer_stability.apjn.claims._common import _g, _label
+from transformer_stability.resampling import grid_means
 
 
 def multiplier_spread(end_to_end: pd.DataFrame) -> pd.DataFrame:

@@ -20,10 +20,9 @@ from transformer_stability.apjn.claims._common import (
     _labelled,
     _terms,
     _worst,
-    grid_means,
-    labelled,
 )
 from transformer_stability.claims import ClaimSpec, Finding, Tables
+from transformer_stability.resampling import grid_means, labelled
 from transformer_stability.verdicts import at_most, bootstrap
 
 CORRELATION_GAP = 0.05

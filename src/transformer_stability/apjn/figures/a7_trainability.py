@@ -18,20 +18,27 @@ if TYPE_CHECKING:
 
 
 _MULT_STYLES = ("-", "--", ":", "-.")
+_BEST = ("best_loss", "best_loss_lo", "best_loss_hi")
 
 
 def _window_panel(ax, rows: pd.DataFrame, column: str) -> None:
     """One depth's configurations: Derf and DyT against α₀ (one line per init multiplier),
-    pre-LN as a horizontal line per multiplier."""
+    pre-LN as a horizontal line per multiplier; the best loss with its 95 % seed interval as a
+    band."""
     mults = sorted(rows["attn_mult"].unique())
+    span = rows["alpha"].min(), rows["alpha"].max()
     for norm, part in rows.groupby("norm"):
         for k, mult in enumerate(mults):
             line = part[part["attn_mult"] == mult].sort_values("alpha")
             style = {"color": NORM_COLORS[norm], "ls": _MULT_STYLES[k % len(_MULT_STYLES)]}
-            if norm == "ln":
-                ax.axhline(line[column].iloc[0], lw=1.2, **style)
-            else:
-                ax.plot(line["alpha"], line[column], marker=NORM_MARKERS[norm], ms=4, **style)
+            x = list(span) if norm == "ln" else line["alpha"]
+            y = np.repeat(line[column].to_numpy(), len(x)) if norm == "ln" else line[column]
+            marker = None if norm == "ln" else NORM_MARKERS[norm]
+            ax.plot(x, y, marker=marker, ms=4, lw=1.2, **style)
+            if column == "best_loss":
+                lo, hi = (np.repeat(line[c].to_numpy(), len(x)) if norm == "ln" else line[c]
+                          for c in ("best_loss_lo", "best_loss_hi"))  # fmt: skip
+                ax.fill_between(x, lo, hi, color=style["color"], alpha=0.12, lw=0)
     ax.set_xscale("log")
 
 
@@ -43,9 +50,9 @@ def plot_trainability(windows: pd.DataFrame) -> Figure:
     depths = sorted(windows["depth"].unique())
     fig = new_figure(figsize=(3.6 * len(depths) + 1, 8), layout="constrained")
     axes = fig.subplots(len(_WINDOW_ROWS), len(depths), squeeze=False, sharex=True, sharey="row")
-    finite = windows["best_loss"].replace(np.inf, np.nan)
+    finite = {c: windows[c].replace(np.inf, np.nan) for c in _BEST}
     for j, depth in enumerate(depths):
-        rows = windows[windows["depth"] == depth].assign(best_loss=finite)
+        rows = windows[windows["depth"] == depth].assign(**finite)
         for i, (column, label) in enumerate(_WINDOW_ROWS):
             _window_panel(axes[i, j], rows, column)
             axes[i, 0].set_ylabel(label)
@@ -79,7 +86,8 @@ multiplier = attn_mult = mlp_mult, depth) trained at the peak rates
 {{ config["apjn"]["train"]["lrs"] | join(", ") }} with
 {{ config["apjn"]["train"]["seeds"] }} seeds. Top: the best over rates of the final training
 loss (mean over the last 10 % of steps and over seeds; a rate at which a seed diverged counts as
-never trained); middle: the number of rates whose loss is within 10 % of that best (the tuning
+never trained), its band the 95 % bootstrap interval over seeds; middle: the number of rates
+whose loss exceeds that best by at most 10 % of the lowest best loss at that depth (the tuning
 window); bottom: instability events over all its runs (non-finite loss or gradient, loss spikes
 above 1.5 x the lowest smoothed loss so far, gradient norms above 10 x their running mean).
 Columns: depth; lines: Derf and DyT against α₀, one style per init multiplier; pre-LN:

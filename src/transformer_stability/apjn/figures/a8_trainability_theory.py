@@ -39,6 +39,12 @@ def plot_trainability_theory(
         for (norm, mult), part in windows.groupby(["norm", "attn_mult"]):
             filled = mult == windows["attn_mult"].min()
             color = NORM_COLORS[norm]
+            if column == "best_loss":
+                best = part[["best_loss", "best_loss_lo", "best_loss_hi"]].replace(np.inf, np.nan)
+                ax.errorbar(part["log_apjn"] / log10, best["best_loss"], fmt="none", lw=0.8,
+                            yerr=[best["best_loss"] - best["best_loss_lo"],
+                                  best["best_loss_hi"] - best["best_loss"]],
+                            color=color, alpha=0.6, zorder=1.5)  # fmt: skip
             ax.scatter(part["log_apjn"] / log10, part[column].replace(np.inf, np.nan),
                        marker=NORM_MARKERS[norm], s=18 + 4 * part["depth"], zorder=2,
                        facecolors=color if filled else "none", edgecolors=color)  # fmt: skip
@@ -74,7 +80,8 @@ FIGURE = FigureSpec(
 A8. Every configuration of A7 against the end-to-end APJN J^{L,0} that the mean-field theory
 gives for its models at init: the built model's (a, m) read off its weights and (q0, p0) of its
 patch embedding of training images (exact at init for ReLU MLPs), mean over seeds. Left: best
-final training loss over rates; middle: the tuning window (rates within 10 % of the best);
+final training loss over rates, bars its 95 % bootstrap interval over seeds; middle: the tuning
+window (rates whose loss exceeds the best by at most 10 % of the depth's lowest best loss);
 marker: norm, filled: init multiplier 1, open: larger, size: depth; grey lines join the J-matched
 pairs (ln J^{L,0} within 0.1 of each other, different α₀, multiplier or depth). If J^{L,0}
 decided trainability, outcomes would order by it and matched pairs would lie flat. Right: the

@@ -32,6 +32,7 @@ from transformer_stability.apjn.tables.measured import (
 from transformer_stability.apjn.tables.trainability import (
     MatchedPairs,
     Trainability,
+    TuningStatistics,
     TuningWindows,
 )
 
@@ -49,6 +50,7 @@ TABLES = (
     FiniteNCompare,
     Trainability,
     TuningWindows,
+    TuningStatistics,
     MatchedPairs,
     Agreement,
     AgreementMeans,
@@ -75,6 +77,7 @@ __all__ = [
     "TheoryCurves",
     "TheoryDepth",
     "Trainability",
+    "TuningStatistics",
     "TuningWindows",
     "WidthAgreement",
     "WidthExcess",

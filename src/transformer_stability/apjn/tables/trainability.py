@@ -1,5 +1,6 @@
-"""The training runs' tables: one row per run, and per configuration its best loss, its window
-of learning rates and the pairs matched in ln J^{L,0}."""
+"""The training runs' tables: one row per run; per configuration its best loss, its window of
+learning rates and the pairs matched in ln J^{L,0}; per norm and depth the statistics of
+"needs careful tuning" and their contrasts with pre-LN."""
 
 from __future__ import annotations
 
@@ -54,11 +55,19 @@ class TuningWindows(Table):
     best_loss: Series[float] = pa.Field(
         ge=0, metadata=INF, description="lowest mean final loss over rates; inf: none trained"
     )
+    best_loss_lo: Series[float] = pa.Field(
+        ge=0, metadata=INF, description="its 95 % bootstrap interval over training seeds: low"
+    )
+    best_loss_hi: Series[float] = pa.Field(ge=0, metadata=INF, description="and high")
     best_lr: Series[float] = pa.Field(gt=0, nullable=True, description="its rate; NaN: none")
     window_rates: Series[int] = pa.Field(
-        ge=0, description="rates whose mean final loss is within 10 % of the best"
+        ge=0,
+        description="rates whose mean final loss exceeds the best by at most 10 % of the "
+        "depth's lowest best loss",
     )
-    window_decades: Series[float] = pa.Field(ge=0, description="log10 of their largest/smallest")
+    window_decades: Series[float] = pa.Field(
+        ge=0, description="their width on the log10-rate axis (a cell per rate, tuning.rate_cells)"
+    )
     rates: Series[int] = pa.Field(ge=1, description="rates trained")
     runs: Series[int] = pa.Field(ge=1, description="runs (rates x seeds)")
     diverged: Series[int] = pa.Field(ge=0, description="runs with a non-finite loss or gradient")
@@ -90,3 +99,43 @@ class MatchedPairs(Table):
 
     class Config:
         metadata = {"path": "apjn/matched_pairs.csv", "rule": "apjn_tuning"}
+
+
+QUANTITIES = ("sensitivity", "tuning_cost", "window", "instability", "partial_r", "j_picks_alpha")
+
+
+class TuningStatistics(Table):
+    """Per norm and depth the statistics of "needs careful tuning", a saturating norm's
+    contrasts with pre-LN, and the theory's link to the best loss, each with its 95 %
+    bootstrap interval over training seeds (apjn/tuning_statistics.py)."""
+
+    quantity: Series[str] = pa.Field(
+        isin=QUANTITIES,
+        description="sensitivity: range of the best loss over init choices; tuning_cost: loss at "
+        "the default (alpha0 1, mult 1, median rate) minus the best; window: decades of rates "
+        "near a choice's best, mean over choices; instability: events per run; partial_r: "
+        "partial correlation of best loss and ln J^{L,0} given the design; j_picks_alpha: "
+        "fraction of (depth, mult) where the alpha0 with J^{L,0} nearest 1 trains best",
+    )
+    norm: Series[str] = pa.Field(
+        isin=("ln", "derf", "dyt", "all"), description="the norm; all: every configuration"
+    )
+    depth: Series[int] = pa.Field(ge=0, description="the depth L; 0: mean over the depths")
+    contrast: Series[bool] = pa.Field(description="the norm's value minus pre-LN's")
+    value: Series[float] = pa.Field(nullable=True, metadata=INF, description="the statistic")
+    lo: Series[float] = pa.Field(
+        nullable=True, metadata=INF, description="95 % bootstrap interval over training seeds"
+    )
+    hi: Series[float] = pa.Field(nullable=True, metadata=INF, description="its upper end")
+    seeds: Series[int] = pa.Field(ge=1, description="training seeds resampled")
+
+    class Config:
+        metadata = {"path": "apjn/tuning_statistics.csv", "rule": "apjn_tuning"}
+
+    @classmethod
+    def rows(cls, config: Mapping[str, Any]) -> int:
+        """Four quantities per norm at every depth and over all, contrasts for the saturating
+        norms; the partial correlation; J's pick of alpha0 per saturating norm."""
+        train = config["apjn"]["train"]
+        depths, saturating = len(set(train["depths"])) + 1, len(train["norms"])
+        return 4 * depths * (1 + 2 * saturating) + 1 + saturating
