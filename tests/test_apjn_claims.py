@@ -600,8 +600,8 @@ def train_rows(derf_losses=(0.9, 1.5, 2.0), derf_rise=(0.4, 0.5, 0.6), ln_rise=(
     """Final losses per rate, three seeds: pre-LN flat over rates (1, 1, 1.05), raised at the
     largest depth by its seed's `ln_rise` and at every larger multiplier by `ln_mult_rise`;
     each saturating norm `derf_losses` at the first α₀, raised by its seed's `derf_rise` at
-    every later α₀ and at every larger multiplier or depth; at the last α₀ and the largest multiplier and depth its first seed diverges at the
-    largest rate."""
+    every later α₀ and at every larger multiplier or depth; at the last α₀ and the largest
+    multiplier and depth its first seed diverges at the largest rate."""
     rows = []
     levels = {"ln": (np.nan,)} | dict.fromkeys(saturating, alphas)
     grid = [(v, a, m, d, s) for v in levels for a in levels[v] for m in mults for d in depths
