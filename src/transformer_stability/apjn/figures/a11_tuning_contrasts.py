@@ -33,8 +33,8 @@ def _bars(ax, rows: pd.DataFrame, norm: str, shift: float) -> None:
     value = rows["value"].to_numpy(float)
     low, high = value - rows["lo"].to_numpy(float), rows["hi"].to_numpy(float) - value
     style = {"color": NORM_COLORS[norm], "marker": NORM_MARKERS[norm], "label": NORM_LABELS[norm]}
-    ax.errorbar(x, value, yerr=[np.fmax(low, 0), np.fmax(high, 0)], ms=5, lw=1, capsize=2.5,
-                **style)  # fmt: skip
+    ax.errorbar(x, value, yerr=[np.fmax(low, 0), np.fmax(high, 0)], ms=5, ls="none",
+                elinewidth=1, capsize=2.5, **style)  # fmt: skip
 
 
 def plot_tuning_contrasts(statistics: pd.DataFrame) -> Figure:
@@ -57,6 +57,8 @@ def plot_tuning_contrasts(statistics: pd.DataFrame) -> Figure:
             if len(contrast):
                 _bars(axes[1, j], contrast, norm, shift)
         axes[1, j].axhline(0.0, color="0.5", lw=0.8, ls="--")
+        for ax in axes[:, j]:
+            ax.axvline(len(depths) - 0.5, color="0.8", lw=0.8)  # the depths | their mean
         axes[0, j].set_title(label, fontsize=10)
         axes[1, j].set_xticks(range(len(ticks)), ticks)
     axes[0, 0].set_ylabel("per norm")
