@@ -171,3 +171,26 @@ def test_best_loss_intervals_per_configuration():
     best = best_losses(train)
     assert best[("derf", 2.0, 1.0, 2)] == pytest.approx(1.0)
     assert best[("ln", None, 4.0, 2)] == pytest.approx(1.2)
+
+
+def test_best_loss_bounds_sit_beside_the_best_and_are_infinite_where_it_never_trained():
+    never = GRID | {("derf", 2.0, 4.0, 2): (NAN, NAN, NAN)}
+    train = runs(never, seeds=(0, 1, 2), shift=lambda s: 0.1 * s)
+    windows = with_best_intervals(rate_windows(train), train)
+    columns = list(windows.columns)
+    at = columns.index("best_loss")
+    assert columns[at : at + 3] == ["best_loss", "best_loss_lo", "best_loss_hi"]
+    dead = windows[(windows["alpha"] == 2.0) & (windows["attn_mult"] == 4.0)].iloc[0]
+    assert dead["best_loss"] == dead["best_loss_lo"] == dead["best_loss_hi"] == np.inf
+    ln = windows[windows["norm"] == "ln"].set_index("attn_mult")
+    assert ln.loc[1.0, "best_loss_lo"] < ln.loc[1.0, "best_loss"] < ln.loc[1.0, "best_loss_hi"]
+
+
+def test_windows_ignore_rates_a_configuration_never_ran():
+    """A configuration trained at two of the three rates: its window and best count only
+    those (the missing rate is not a diverged one)."""
+    train = runs(GRID)
+    train = train[~((train["alpha"] == 1.0) & (train["attn_mult"] == 1.0) & (train["lr"] == 1e-2))]
+    stats = tuning_statistics(train)
+    assert stats[("window", "derf", 2, False)] == pytest.approx(1.0)
+    assert stats[("sensitivity", "derf", 2, False)] == pytest.approx(1.1)
