@@ -46,6 +46,7 @@ def test_learning_rate_warms_up_linearly_then_stays_constant():
     rates = [warmup_constant(step, 10) for step in range(40)]
     assert rates[0] == pytest.approx(0.1) and rates[4] == pytest.approx(0.5)
     assert rates[9:] == [1.0] * 31
+    assert warmup_constant(0, 1) == warmup_constant(0, 0) == 1.0  # no warm-up: the peak at once
 
 
 def test_weight_decay_falls_on_weight_matrices_only():
@@ -57,6 +58,29 @@ def test_weight_decay_falls_on_weight_matrices_only():
     }
     assert decayed_parameters(model) == matrices
     assert "blocks.0.norm1.alpha" in dict(model.named_parameters())
+
+
+class _Scaled(nn.Module):
+    """A model without timm's no_weight_decay and with a buffer that its forward reads."""
+
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+        self.register_buffer("scale", torch.tensor(scale))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale * self.linear(x)
+
+
+def test_any_model_decays_its_matrices_and_stacks_its_buffers():
+    torch.manual_seed(0)
+    models = [_Scaled(1.0), _Scaled(3.0)]
+    assert decayed_parameters(models[0]) == {"linear.weight"}
+    stacked = StackedModels(models)
+    x = torch.randn(2, 4, 3)
+    out = stacked(x)
+    for r, model in enumerate(models):
+        torch.testing.assert_close(out[r], model(x[r]))
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
