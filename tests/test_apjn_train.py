@@ -14,15 +14,22 @@ from transformer_stability.apjn.batched import (
     decayed_parameters,
     warmup_constant,
 )
-from transformer_stability.apjn.items import Schedule
+from transformer_stability.apjn.inputs import normalize, read_cifar100
+from transformer_stability.apjn.items import Schedule, TrainData, TrainItem
 from transformer_stability.apjn.models import build_vit
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 from transformer_stability.apjn.training import (
     GroupTraining,
     Instability,
+    _crops,
+    _to_model_size,
     cifar100_dataset,
+    dataset,
+    segment_end,
     texture_dataset,
     train_group,
+    train_segment,
+    train_table,
 )
 from transformer_stability.sweep_jobs import load_checkpoint, save_checkpoint
 
@@ -233,3 +240,81 @@ def test_two_segments_through_a_checkpoint_equal_one_uninterrupted_training(tmp_
         assert torch.equal(second.opt.state()[name], tensor), name
     assert second.rows() == whole.rows()
     assert not list(tmp_path.glob(".*"))  # written atomically: no part file left
+
+
+TASK = TrainData("textures", classes=3, train=8, test=4, cifar_root=None, img_size=8, seed=5)
+ITEM = TrainItem(
+    SMALL.with_(norm="derf", width=16), "vit_b", alphas=(1.0, 2.0), mults=(1.0, 2.0),
+    lrs=(1e-3, 1e-2), seeds=(3, 4), data=TASK,
+    schedule=Schedule(steps=4, batch_size=4, weight_decay=0.05, warmup_fraction=0.5),
+    segments=2,
+)  # fmt: skip
+
+
+def test_an_items_table_has_a_row_per_run_in_its_order_with_its_settings():
+    table = train_table(ITEM, CPU)
+    runs = ITEM.runs
+    assert len(table) == len(runs) == 16
+    assert table["alpha"].tolist() == [run.alpha for run in runs]
+    assert table["attn_mult"].tolist() == table["mlp_mult"].tolist() == [r.mult for r in runs]
+    assert table["lr"].tolist() == [run.lr for run in runs]
+    assert table["train_seed"].tolist() == [run.seed for run in runs]
+    assert set(table["norm"]) == {"derf"} and set(table["dataset"]) == {"textures"}
+    assert set(table["width"]) == {16} and set(table["depth"]) == {2}
+    assert set(table["init_std"]) == {resolve_init_std("vit_b", 16)}
+    assert set(table["steps"]) == {4} and not table["diverged"].any()
+    assert table["final_loss"].gt(0).all() and table["test_accuracy"].between(0, 1).all()
+    # runs that differ only in rate share their model at init, hence its J^{L,0}
+    at_init = table.groupby(["alpha", "attn_mult", "train_seed"])["theory_log_apjn"].nunique()
+    assert (at_init == 1).all() and table["theory_log_apjn"].nunique() == 8
+
+
+def test_an_item_trained_in_segments_equals_one_training():
+    assert [segment_end(ITEM, k) for k in (1, 2)] == [2, 4]
+    state = train_segment(ITEM, CPU, 1, None)
+    assert state["step"] == 2
+    resumed = train_table(ITEM, CPU, state)
+    whole = train_table(ITEM, CPU)
+    assert resumed.equals(whole)
+
+
+def test_the_items_data_is_its_tasks():
+    data = dataset(TASK)
+    same = texture_dataset(classes=3, size=8, train=8, test=4, seed=5)
+    for name in ("x_train", "y_train", "x_test", "y_test"):
+        assert torch.equal(getattr(data, name), getattr(same, name)), name
+    assert data.classes == 3
+
+
+def test_crops_start_anywhere_in_their_rows_and_columns_and_nowhere_else():
+    """A ramp image tells each crop's corner: over many draws the corners fill exactly
+    [rows) x [0, W - size]."""
+    image = np.add.outer(1000 * np.arange(20), np.arange(12)).astype(float)
+    crops = _crops(image, 4, 2000, (5, 15), np.random.default_rng(0))
+    tops, lefts = crops[:, 0, 0] // 1000, crops[:, 0, 0] % 1000
+    assert crops.shape == (2000, 4, 4)
+    assert set(tops) == set(range(5, 12)) and set(lefts) == set(range(9))
+    np.testing.assert_array_equal(crops[:, 3, 3], crops[:, 0, 0] + 3003)
+
+
+def test_images_are_resized_bilinearly_without_aligned_corners():
+    x = torch.tensor([[[[0.0, 1.0], [0.0, 1.0]]]])
+    assert _to_model_size(x, 2) is x
+    wide = _to_model_size(x, 4)
+    torch.testing.assert_close(wide[0, 0, 0], torch.tensor([0.0, 0.25, 0.75, 1.0]))
+    torch.testing.assert_close(wide[0, 0, :, 1], torch.full((4,), 0.25))
+
+
+def test_cifar_sets_are_distinct_normalized_images_of_each_split(tmp_path):
+    _fake_cifar(tmp_path, n=20)
+    data = cifar100_dataset(str(tmp_path), train=6, test=0, seed=1)
+    images, labels = read_cifar100(tmp_path, "train")
+    assert data.x_train.shape == (6, 3, 32, 32) and data.x_test.shape == (20, 3, 32, 32)
+    every = normalize(images / 255.0).float()
+    picked = [int(torch.nonzero((every == x).flatten(1).all(1))[0, 0]) for x in data.x_train]
+    assert len(set(picked)) == 6
+    assert data.y_train.tolist() == [int(labels[i]) for i in picked]
+    test_images, _ = read_cifar100(tmp_path, "test")
+    test_every = normalize(test_images / 255.0).float()
+    assert sorted(int(torch.nonzero((test_every == x).flatten(1).all(1))[0, 0])
+                  for x in data.x_test) == list(range(20))  # fmt: skip
