@@ -1,5 +1,7 @@
 """The trainability sweep's data, the authors' recipe, and the batched training loop."""
 
+import dataclasses
+import logging
 import math
 
 import numpy as np
@@ -269,13 +271,33 @@ def test_an_items_table_has_a_row_per_run_in_its_order_with_its_settings():
     assert (at_init == 1).all() and table["theory_log_apjn"].nunique() == 8
 
 
-def test_an_item_trained_in_segments_equals_one_training():
+def test_an_item_trained_in_segments_equals_one_training(caplog):
     assert [segment_end(ITEM, k) for k in (1, 2)] == [2, 4]
-    state = train_segment(ITEM, CPU, 1, None)
+    with caplog.at_level(logging.INFO, logger="transformer_stability.apjn.training"):
+        state = train_segment(ITEM, CPU, 1, None)
     assert state["step"] == 2
-    resumed = train_table(ITEM, CPU, state)
+    assert "derf_depth2: segment 1 of 2 ends at step 2" in caplog.messages
+    with caplog.at_level(logging.INFO, logger="transformer_stability.apjn.training"):
+        resumed = train_table(ITEM, CPU, state)
+    assert caplog.messages[-1].startswith("derf_depth2 alpha=2.0 mult=2 lr=0.01: {'steps': 4")
     whole = train_table(ITEM, CPU)
     assert resumed.equals(whole)
+    # the state is read, not retrained from scratch: other weights give another ending
+    moved = state | {"flat": state["flat"] + 0.05}
+    assert not train_table(ITEM, CPU, moved).equals(whole)
+    last = train_segment(ITEM, CPU, 2, moved)
+    assert last["step"] == 4
+    assert not torch.equal(last["flat"], train_segment(ITEM, CPU, 2, state)["flat"])
+
+
+def test_a_training_takes_exactly_its_steps_from_step_zero():
+    data = texture_dataset(classes=3, size=8, train=8, test=4, seed=0)
+    short = Schedule(steps=5, batch_size=4, weight_decay=0.05, warmup_fraction=0.5)
+    training = GroupTraining([SMALL, SMALL], [1e-3, 1e-2], [0, 1], data, short, CPU)
+    assert training.step == 0 and training.events.updates == 0
+    training.run(short.steps)
+    assert training.step == 5 and training.events.updates == 5
+    assert (training.opt.state()["steps"] == 5).all()
 
 
 def test_the_items_data_is_its_tasks():
@@ -318,3 +340,21 @@ def test_cifar_sets_are_distinct_normalized_images_of_each_split(tmp_path):
     test_every = normalize(test_images / 255.0).float()
     assert sorted(int(torch.nonzero((test_every == x).flatten(1).all(1))[0, 0])
                   for x in data.x_test) == list(range(20))  # fmt: skip
+
+
+def test_runs_that_fail_at_step_zero_are_diverged_and_training_stops_early():
+    """Non-finite inputs fail every run at its first step (step 0): each is diverged with 0
+    steps, and the group stops at the first all-diverged check instead of running on."""
+    finite = texture_dataset(classes=3, size=8, train=8, test=4, seed=0)
+    data = dataclasses.replace(finite, x_train=torch.full_like(finite.x_train, math.nan))
+    short = Schedule(steps=60, batch_size=4, weight_decay=0.05, warmup_fraction=0.1)
+    training = GroupTraining([SMALL, SMALL], [1e-3, 1e-2], [0, 1], data, short, CPU)
+    training.run(short.steps)
+    assert training.step == 60 and training.events.updates == 50  # checked after step 50
+    assert training.events.failed.tolist() == [0, 0]
+    for run in (0, 1):
+        assert training.events.columns(run)["diverged"]
+    training.data = finite  # the init's J^{L,0} is read off finite images
+    row = training.rows()[1]
+    assert row["diverged"] and row["steps"] == 0
+    assert all(math.isnan(row[k]) for k in ("final_loss", "train_accuracy", "test_accuracy"))
