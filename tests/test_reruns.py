@@ -75,7 +75,7 @@ def test_editing_the_apjn_estimator_reruns_the_apjn_measurements_and_their_figur
     derived |= {"figure", "claims"}
     assert _rules(jobs) == measured | derived
     expected = {"apjn_permsym", "apjn_images", "apjn_gmfe", "apjn_token_stats", "apjn_width_scan"}
-    trained = {"apjn_trainability", "apjn_trainability_theory"}
+    trained = {"apjn_trainability", "apjn_trainability_theory", "apjn_tuning_contrasts"}
     finite_n = {"apjn_finite_n"}
     assert _figures(jobs) == expected | trained | finite_n | {
         "apjn_sensitivity",

@@ -94,8 +94,8 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run, tmp
     for column in ("gmfe", "gmfe_gram"):
         np.testing.assert_allclose(again[column], again[f"{column}_a3"], rtol=1e-12)
     training = pd.read_csv(run / "results/apjn/trainability.csv")
-    # (pre-LN + Derf at one alpha) x 2 multipliers x 2 rates x 2 depths x 1 seed
-    assert len(training) == 16 and not training["diverged"].any()
+    # (pre-LN + Derf and DyT at one alpha) x 2 multipliers x 2 rates x 2 depths x 1 seed
+    assert len(training) == 24 and not training["diverged"].any()
 
     workdir = copy_of_run(tiny_run, tmp_path / "run")  # the shared run stays as it was made
     again = run_snakemake(workdir, "--cores", "2", "--configfile", TINY)

@@ -26,19 +26,21 @@ def _window_panel(ax, rows: pd.DataFrame, column: str) -> None:
     pre-LN as a horizontal line per multiplier; the best loss with its 95 % seed interval as a
     band."""
     mults = sorted(rows["attn_mult"].unique())
-    span = rows["alpha"].min(), rows["alpha"].max()
     for norm, part in rows.groupby("norm"):
         for k, mult in enumerate(mults):
             line = part[part["attn_mult"] == mult].sort_values("alpha")
             style = {"color": NORM_COLORS[norm], "ls": _MULT_STYLES[k % len(_MULT_STYLES)]}
-            x = list(span) if norm == "ln" else line["alpha"]
-            y = np.repeat(line[column].to_numpy(), len(x)) if norm == "ln" else line[column]
-            marker = None if norm == "ln" else NORM_MARKERS[norm]
-            ax.plot(x, y, marker=marker, ms=4, lw=1.2, **style)
-            if column == "best_loss":
-                lo, hi = (np.repeat(line[c].to_numpy(), len(x)) if norm == "ln" else line[c]
-                          for c in ("best_loss_lo", "best_loss_hi"))  # fmt: skip
-                ax.fill_between(x, lo, hi, color=style["color"], alpha=0.12, lw=0)
+            band = column == "best_loss"
+            if norm == "ln":
+                ax.axhline(line[column].iloc[0], lw=1.2, **style)
+                if band:
+                    lo, hi = line["best_loss_lo"].iloc[0], line["best_loss_hi"].iloc[0]
+                    ax.axhspan(lo, hi, color=style["color"], alpha=0.12, lw=0)
+                continue
+            ax.plot(line["alpha"], line[column], marker=NORM_MARKERS[norm], ms=4, lw=1.2, **style)
+            if band:
+                ax.fill_between(line["alpha"], line["best_loss_lo"], line["best_loss_hi"],
+                                color=style["color"], alpha=0.12, lw=0)  # fmt: skip
     ax.set_xscale("log")
 
 
