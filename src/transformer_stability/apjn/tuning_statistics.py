@@ -77,9 +77,10 @@ class Grid:
         return np.where(np.isnan(self.loss), np.inf, self.loss).min(axis=-1)
 
     def tolerance(self) -> np.ndarray:
-        """Per depth: TOLERANCE times the lowest finite best loss of any configuration."""
-        best = np.where(np.isfinite(self.best), self.best, np.inf).min(axis=(0, 1, 2))
-        return TOLERANCE * np.where(np.isfinite(best), best, np.nan)
+        """Per depth: TOLERANCE times the lowest finite best loss of any configuration (NaN
+        where none trained; a best is finite or +inf, never NaN)."""
+        lowest = self.best.min(axis=(0, 1, 2))
+        return TOLERANCE * np.where(np.isfinite(lowest), lowest, np.nan)
 
     def window(self) -> np.ndarray:
         """(norm, α₀, mult, depth): the width in decades of the rates within the depth's
