@@ -50,13 +50,15 @@ class Variant:
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How one model is measured: input statistics, samples, Hutchinson probes, precision."""
+    """How one model is measured: input statistics, samples, Hutchinson probes, precision, and
+    the pieces the model is built in (chunk_blocks blocks each: memory, not numbers)."""
 
     q0: float
     p0: float
     samples: int
     probes: int
     chunk_size: int
+    chunk_blocks: int
     dtype: str
     seed: int  # draws the model's weights (one initialization) and its inputs
 
@@ -258,6 +260,7 @@ def measure_settings(
         samples=samples or measure["samples"],
         probes=measure["probes"],
         chunk_size=measure["chunk_size"],
+        chunk_blocks=measure["chunk_blocks"],
         dtype=measure["dtype"],
         seed=seed,
     )

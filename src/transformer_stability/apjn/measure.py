@@ -9,11 +9,20 @@ of block b-1. For a Gaussian probe u, E||J^T u||^2 = E||J v||^2 = ||J||_F^2, so
 The probes of a sample share its forward pass: the primal runs once, the P tangents or
 cotangents are mapped through each block together (torch.func.vmap), which saves the P - 1
 repeated forward passes; samples are processed in chunks.
+
+A stack may be handed out in pieces of consecutive blocks (`Blocks`), built when asked for and
+freed after, so that memory holds one piece, not the whole model: the forward pass keeps the
+state entering each piece, the backward curve pulls the cotangents back piece by piece from the
+last (recomputing each piece's forward pass from its saved input), the forward curve pushes the
+tangents piece by piece from the first. The arithmetic is the same in any cut: a stack measured
+in pieces gives the numbers it gives whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -32,6 +41,52 @@ def gaussian_probes(like: torch.Tensor, n_probes: int, generator: torch.Generato
     return probes.to(device=like.device, dtype=like.dtype)
 
 
+class Blocks(Protocol):
+    """A stack of blocks handed out a piece at a time."""
+
+    def __len__(self) -> int: ...
+
+    def pieces(self, start: int = 0) -> list[range]:
+        """Consecutive ranges of block indices covering blocks start..len-1."""
+        ...
+
+    def piece(self, blocks: range) -> Sequence[Block]:
+        """The blocks of one range that `pieces` gave."""
+        ...
+
+
+def piece_ranges(depth: int, size: int, start: int = 0) -> list[range]:
+    """Blocks start..depth-1 cut at the multiples of `size`: the pieces of a stack built `size`
+    blocks at a time, the first one shortened when it starts inside a piece."""
+    if size < 1:
+        raise ValueError(f"a piece holds at least one block, not {size}")
+    cuts = [start, *range((start // size + 1) * size, depth, size), depth]
+    return [range(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if a < b]
+
+
+@dataclass(frozen=True)
+class Held:
+    """Blocks already in memory, handed out in pieces of `size` blocks (all of them at once
+    when `size` is None)."""
+
+    blocks: Sequence[Block]
+    size: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def pieces(self, start: int = 0) -> list[range]:
+        return piece_ranges(len(self.blocks), self.size or max(len(self.blocks), 1), start)
+
+    def piece(self, blocks: range) -> Sequence[Block]:
+        return self.blocks[blocks.start : blocks.stop]
+
+
+def as_blocks(blocks: Sequence[Block] | Blocks) -> Blocks:
+    """A plain sequence of blocks as one piece; a `Blocks` as it is."""
+    return blocks if hasattr(blocks, "pieces") else Held(blocks)
+
+
 @torch.no_grad()
 def block_states(blocks: Sequence[Block], x0: torch.Tensor) -> list[torch.Tensor]:
     """[x^0, ..., x^L] for a batch x0 of shape (S, N, d)."""
@@ -39,6 +94,33 @@ def block_states(blocks: Sequence[Block], x0: torch.Tensor) -> list[torch.Tensor
     for block in blocks:
         states.append(block(states[-1]))
     return states
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    """What one forward pass through a stack keeps: the token statistics after every block,
+    (S, L+1) each, and the states entering each piece and at the blocks asked for."""
+
+    q: torch.Tensor
+    p: torch.Tensor
+    states: dict[int, torch.Tensor]
+
+
+@torch.no_grad()
+def forward_pass(blocks: Blocks, x0: torch.Tensor, keep: Sequence[int] = ()) -> ForwardPass:
+    """Run x0 (S, N, d) through the stack a piece at a time: (q, p) at every block, x^b at the
+    start of every piece and at every b of `keep`, nothing else."""
+    x, stats, states = x0, [token_statistics(x0)], {0: x0}
+    for piece in blocks.pieces():
+        states[piece.start] = x
+        for b, block in enumerate(blocks.piece(piece), piece.start + 1):
+            x = block(x)
+            stats.append(token_statistics(x))
+            if b in keep:
+                states[b] = x
+    states[len(blocks)] = x
+    q, p = (torch.stack(values, 1) for values in zip(*stats, strict=True))
+    return ForwardPass(q, p, states)
 
 
 def token_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,10 +160,13 @@ def _samples_per_chunk(chunk_size: int, n_probes: int) -> int:
 
 
 @torch.no_grad()
-def _pull_back(blocks: Sequence[Block], x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """|J^{L,b}^T u|^2/(N d) for b = 0..L-1, shape (P, B, L) in float64, for inputs x (B, N, d)
-    and P cotangents per input u (P, B, N, d) at x^L. The forward pass runs once per input and
-    keeps each block's pullback; each pullback then maps all P cotangents at once (vmap)."""
+def _pull_back(
+    blocks: Sequence[Block], x: torch.Tensor, u: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pull P cotangents per input u (P, B, N, d), placed at the output of `blocks`, back to
+    their input x (B, N, d): |u^b|^2/(N d) entering each block b, shape (P, B, len(blocks)) in
+    float64, and the cotangents at the input. The forward pass runs once per input and keeps
+    each block's pullback; each pullback then maps all P cotangents at once (vmap)."""
     pulls = []
     for block in blocks:
         x, pull = vjp(block, x)
@@ -90,19 +175,36 @@ def _pull_back(blocks: Sequence[Block], x: torch.Tensor, u: torch.Tensor) -> tor
     for b in reversed(range(len(blocks))):
         (u,) = vmap(pulls[b])(u)
         norms[b] = _squared_norm(u).double().cpu()
-    return norms.permute(1, 2, 0)
+    return norms.permute(1, 2, 0), u
 
 
 def backward_apjn(
-    blocks: Sequence[Block], x0: torch.Tensor, probes: torch.Tensor, chunk_size: int = 64
+    blocks: Sequence[Block] | Blocks,
+    x0: torch.Tensor,
+    probes: torch.Tensor,
+    chunk_size: int = 64,
+    starts: dict[int, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """J^{L,b} for b = 0..L, shape (S, L+1), averaged over the probes (S, P, N, d) placed at
-    x^L: the cotangent reaching each x^b is J^{L,b}^T u. Samples are processed in chunks of
-    about `chunk_size` sample-probe pairs."""
+    x^L: the cotangent reaching each x^b is J^{L,b}^T u. The stack is pulled back a piece at a
+    time from the last, each piece from `starts` (the states entering the pieces, from
+    `forward_pass`; a stack held as one piece needs only x0). Samples are processed in chunks
+    of about `chunk_size` sample-probe pairs."""
+    blocks = as_blocks(blocks)
+    pieces = blocks.pieces()
+    starts = {0: x0} if starts is None else starts
+    if missing := [p.start for p in pieces if p.start not in starts]:
+        raise ValueError(f"no state entering the pieces at blocks {missing}")
     n_samples, n_probes = probes.shape[:2]
     out = torch.ones(n_samples, len(blocks) + 1, dtype=torch.float64)
-    for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
-        out[part, :-1] = _pull_back(blocks, x0[part], probes[part].transpose(0, 1)).mean(0)
+    u = probes.transpose(0, 1)
+    for piece in reversed(pieces):
+        piece_blocks, x = blocks.piece(piece), starts[piece.start]
+        pulled = torch.empty_like(u)
+        for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
+            norms, pulled[:, part] = _pull_back(piece_blocks, x[part], u[:, part])
+            out[part, piece.start : piece.stop] = norms.mean(0)
+        u = pulled
     return out  # J^{L,L}: d x^L / d x^L is the identity, exactly 1
 
 
@@ -148,19 +250,28 @@ def push_tangents(
 
 
 def forward_apjn(
-    blocks: Sequence[Block],
+    blocks: Sequence[Block] | Blocks,
     x_source: torch.Tensor,
     probes: torch.Tensor,
     chunk_size: int = 64,
+    source: int = 0,
 ) -> torch.Tensor:
-    """J^{b0+k, b0} for k = 0..len(blocks), shape (S, len(blocks)+1), where `blocks` are the
-    blocks after the source b0 and x_source = x^{b0}; probes (S, P, N, d) are tangents at x^{b0}.
-    One forward-mode pass per sample carries J v of all its probes through every block."""
+    """J^{b0+k, b0} for k = 0..L-b0, shape (S, L-b0+1), where b0 = `source`, x_source = x^{b0}
+    and the probes (S, P, N, d) are tangents at x^{b0}. Forward mode carries J v of every probe
+    of a sample through the blocks after the source, a piece at a time."""
+    blocks = as_blocks(blocks)
     n_samples, n_probes = probes.shape[:2]
-    out = torch.ones(n_samples, len(blocks) + 1, dtype=torch.float64)
-    for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
-        norms = push_tangents(blocks, x_source[part], probes[part].transpose(0, 1))[2]
-        out[part, 1:] = norms.mean(0)
+    out = torch.ones(n_samples, len(blocks) - source + 1, dtype=torch.float64)
+    x, v = x_source, probes.transpose(0, 1)
+    for piece in blocks.pieces(source):
+        piece_blocks = blocks.piece(piece)
+        carried, tangents = torch.empty_like(x), torch.empty_like(v)
+        for part in _chunks(n_samples, _samples_per_chunk(chunk_size, n_probes)):
+            carried[part], tangents[:, part], norms = push_tangents(
+                piece_blocks, x[part], v[:, part]
+            )
+            out[part, piece.start - source + 1 : piece.stop - source + 1] = norms.mean(0)
+        x, v = carried, tangents
     return out
 
 

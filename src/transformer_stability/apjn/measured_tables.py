@@ -37,14 +37,12 @@ from transformer_stability.apjn.items import (
 from transformer_stability.apjn.kernels import norm_kernel
 from transformer_stability.apjn.measure import (
     backward_apjn,
-    block_states,
     forward_apjn,
+    forward_pass,
     gaussian_probes,
-    model_blocks,
     push_tangents,
-    token_statistics,
 )
-from transformer_stability.apjn.models import build_vit, mean_field_from_model
+from transformer_stability.apjn.models import BuiltBlocks, build_embedding
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.tables import FINITE_N_INPUTS, EndToEnd, FiniteN, MeasuredCurves
 from transformer_stability.apjn.theory import (
@@ -96,34 +94,34 @@ def measure(
     forward_source: int | None = 0,
     backward: bool = True,
 ) -> Measurement:
-    """Build the model, feed the inputs into block 0 (equiangular tokens, or the embedded
-    images when an image source is given), estimate the requested curves."""
+    """Feed the inputs into block 0 (equiangular tokens, or the embedded images when an image
+    source is given) of the model, built `settings.chunk_blocks` blocks at a time, and estimate
+    the requested curves."""
     dtype = resolve_dtype(settings.dtype)
-    model = build_vit(spec, settings.seed).to(device, dtype)
+    blocks = BuiltBlocks(spec, settings.seed, settings.chunk_blocks, device, dtype)
     if images is None:
         x0 = _equiangular(spec, settings).to(device, dtype)
     else:
-        x0 = embed_images(model, _images(spec, images, settings.seed).to(device, dtype))
-    blocks = model_blocks(model)
-    states = block_states(blocks, x0)
-    stats = [token_statistics(s) for s in states]
+        embedding = build_embedding(spec, settings.seed).to(device, dtype)
+        x0 = embed_images(embedding, _images(spec, images, settings.seed).to(device, dtype))
+    sources = {0, forward_source or 0}
+    run = forward_pass(blocks, x0, keep=sorted(sources))
     generator = torch.Generator().manual_seed(settings.seed + 1)
     back = fwd = None
     if backward:
-        probes = gaussian_probes(states[-1], settings.probes, generator)
-        back = backward_apjn(blocks, x0, probes, settings.chunk_size).numpy()
+        probes = gaussian_probes(x0, settings.probes, generator)
+        back = backward_apjn(blocks, x0, probes, settings.chunk_size, run.states).numpy()
     if forward_source is not None:
-        source = states[forward_source]
+        source = run.states[forward_source]
         probes = gaussian_probes(source, settings.probes, generator)
-        fwd = forward_apjn(blocks[forward_source:], source, probes, settings.chunk_size).numpy()
-    sources = {0, forward_source or 0}
+        fwd = forward_apjn(blocks, source, probes, settings.chunk_size, forward_source).numpy()
     return Measurement(
         backward=back,
         forward=fwd,
-        q=torch.stack([q for q, _ in stats], 1).double().cpu().numpy(),
-        p=torch.stack([p for _, p in stats], 1).double().cpu().numpy(),
-        mean_field=mean_field_from_model(model),
-        grams={b: _token_gram(states[b]) for b in sources},
+        q=run.q.double().cpu().numpy(),
+        p=run.p.double().cpu().numpy(),
+        mean_field=blocks.mean_field(),
+        grams={b: _token_gram(run.states[b]) for b in sources},
     )
 
 
@@ -277,11 +275,6 @@ def end_to_end_table(item: EndToEndItem, device: torch.device) -> pd.DataFrame:
     return select(table, EndToEnd)
 
 
-def _block_seed(seed: int, piece: int) -> int:
-    """The seed of one piece of a deep model built piecewise: distinct per (init, piece)."""
-    return int(np.random.SeedSequence([seed, piece]).generate_state(1)[0])
-
-
 def _finite_n_start(
     item: FiniteNItem, n: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -299,19 +292,16 @@ def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
     generator = torch.Generator().manual_seed(item.seed)
     states = {n: _finite_n_start(item, n, generator) for n in item.token_counts}
     norms: dict[int, list[torch.Tensor]] = {n: [] for n in item.token_counts}
-    a_sum = m_sum = 0.0
-    for piece, start in enumerate(range(0, spec.depth, item.chunk_blocks)):
-        blocks = min(item.chunk_blocks, spec.depth - start)
-        model = build_vit(spec.with_(depth=blocks), _block_seed(item.seed, piece))
-        model = model.to(device, dtype)
-        mf = mean_field_from_model(model)
-        a_sum, m_sum = a_sum + mf.a * blocks, m_sum + mf.m * blocks
+    blocks = BuiltBlocks(spec, item.seed, item.chunk_blocks, device, dtype)
+    for piece in blocks.pieces():
+        piece_blocks = blocks.piece(piece)
         for n, (x, v) in states.items():
             x, v, piece_norms = push_tangents(
-                model_blocks(model), x.to(device, dtype), v.to(device, dtype)
+                piece_blocks, x.to(device, dtype), v.to(device, dtype)
             )
             states[n] = x, v
             norms[n].append(piece_norms)
+    mf = blocks.mean_field()
     frames = []
     for n, parts in norms.items():
         start = torch.ones(len(FINITE_N_INPUTS), 1, dtype=torch.float64)
@@ -327,8 +317,8 @@ def finite_n_table(item: FiniteNItem, device: torch.device) -> pd.DataFrame:
                         "q0": item.q0,
                         "p0": item.q0 if kind == "identical" else item.p0,
                         "init_seed": item.seed,
-                        "a": a_sum / spec.depth,
-                        "m": m_sum / spec.depth,
+                        "a": mf.a,
+                        "m": mf.m,
                         "block": np.arange(spec.depth + 1),
                         "apjn": curve,
                     }

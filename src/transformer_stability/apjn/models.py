@@ -6,10 +6,12 @@ non-fused attention path so forward-mode AD works and results do not depend on t
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
+from transformer_stability.apjn.measure import piece_ranges
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import TIMM_INIT_STD, ViTSpec, resolve_init_std
 from transformer_stability.apjn.theory import MeanField
@@ -90,19 +92,79 @@ def build_vit(spec: ViTSpec, seed: int) -> VisionTransformer:
 
 
 @torch.no_grad()
+def block_moments(block: nn.Module) -> tuple[float, float]:
+    """(a, m) of one block from its weights' second moments, sigma^2 = fan_in * mean(W^2): a =
+    sigma_O^2 sigma_V^2 of the attention, m = sigma_1^2 sigma_2^2 of the MLP."""
+    d = block.attn.qkv.in_features
+    w_v = block.attn.qkv.weight[2 * d :]
+    sigma_v = w_v.shape[1] * w_v.pow(2).mean()
+    sigma_o = block.attn.proj.in_features * block.attn.proj.weight.pow(2).mean()
+    sigma_1 = block.mlp.fc1.in_features * block.mlp.fc1.weight.pow(2).mean()
+    sigma_2 = block.mlp.fc2.in_features * block.mlp.fc2.weight.pow(2).mean()
+    return float(sigma_o * sigma_v), float(sigma_1 * sigma_2)
+
+
+def mean_field_of(moments: list[tuple[float, float]], n_tokens: int) -> MeanField:
+    """(a, m) averaged over the blocks' `moments`, at N = `n_tokens` (CLS excluded): what the
+    theory sees, including multipliers and sampling noise."""
+    a, m = (sum(values) / len(moments) for values in zip(*moments, strict=True))
+    return MeanField(a=a, m=m, n_tokens=n_tokens)
+
+
 def mean_field_from_model(model: VisionTransformer) -> MeanField:
-    """(a, m) from the built weights' second moments, sigma^2 = fan_in * mean(W^2), averaged
-    over blocks: what the theory sees, including multipliers and sampling noise."""
-    a_sum = m_sum = 0.0
-    for block in model.blocks:
-        d = block.attn.qkv.in_features
-        w_v = block.attn.qkv.weight[2 * d :]
-        sigma_v = w_v.shape[1] * w_v.pow(2).mean()
-        sigma_o = block.attn.proj.in_features * block.attn.proj.weight.pow(2).mean()
-        sigma_1 = block.mlp.fc1.in_features * block.mlp.fc1.weight.pow(2).mean()
-        sigma_2 = block.mlp.fc2.in_features * block.mlp.fc2.weight.pow(2).mean()
-        a_sum += float(sigma_o * sigma_v)
-        m_sum += float(sigma_1 * sigma_2)
-    n_blocks = len(model.blocks)
+    """(a, m) of a built model, averaged over its blocks."""
     n_tokens = model.patch_embed.num_patches + model.num_prefix_tokens - 1
-    return MeanField(a=a_sum / n_blocks, m=m_sum / n_blocks, n_tokens=n_tokens)
+    return mean_field_of([block_moments(block) for block in model.blocks], n_tokens)
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The seed of block `block` of a measured model: one per (initialization, block), so any
+    block is built alone with the weights it has in the whole model."""
+    return int(np.random.SeedSequence([seed, block]).generate_state(1)[0])
+
+
+def build_embedding(spec: ViTSpec, seed: int) -> VisionTransformer:
+    """The measured model's input side (patch embedding, CLS, positions): a block-free ViT."""
+    return build_vit(spec.with_(depth=0), seed)
+
+
+class BuiltBlocks:
+    """The blocks of one measured model (initialization `seed`), built `size` at a time on the
+    device, each from its own seed (`block_seed`): memory holds one piece, whatever the depth,
+    and the numbers do not depend on `size`. The last piece built is kept, so a model of one
+    piece is built once; the (a, m) of every block is recorded as it is first built."""
+
+    def __init__(
+        self, spec: ViTSpec, seed: int, size: int, device: torch.device, dtype: torch.dtype
+    ) -> None:
+        self.spec, self.seed, self.size = spec, seed, size
+        self.device, self.dtype = device, dtype
+        self.moments: dict[int, tuple[float, float]] = {}
+        self._held: tuple[range, list[nn.Module]] = (range(0), [])
+
+    def __len__(self) -> int:
+        return self.spec.depth
+
+    def pieces(self, start: int = 0) -> list[range]:
+        return piece_ranges(self.spec.depth, self.size, start)
+
+    def piece(self, blocks: range) -> list[nn.Module]:
+        held, built = self._held
+        if blocks.start in held and blocks.stop <= held.stop:
+            return built[blocks.start - held.start : blocks.stop - held.start]
+        self._held = (range(0), [])  # free the piece held before building the next
+        one = self.spec.with_(depth=1)
+        built = []
+        for b in blocks:
+            block = build_vit(one, block_seed(self.seed, b)).blocks[0]
+            self.moments.setdefault(b, block_moments(block))
+            built.append(block.to(self.device, self.dtype))
+        self._held = (blocks, built)
+        return built
+
+    def mean_field(self) -> MeanField:
+        """(a, m) over every block, once every block has been built."""
+        if len(self.moments) != self.spec.depth:
+            raise ValueError(f"{len(self.moments)} of {self.spec.depth} blocks built so far")
+        moments = [self.moments[b] for b in range(self.spec.depth)]
+        return mean_field_of(moments, self.spec.n_tokens - 1)

@@ -43,7 +43,9 @@ from transformer_stability.sweeps import Sweep
 
 # The config keys (settings.py) each sweep's items and each theory table are built from.
 _MODEL = ("seed", "apjn.model", "apjn.attn_mult", "apjn.mlp_mult", "apjn.input")
-_MEASURE = tuple(f"apjn.measure.{key}" for key in ("samples", "probes", "chunk_size", "dtype"))
+_MEASURE = tuple(
+    f"apjn.measure.{key}" for key in ("samples", "probes", "chunk_size", "chunk_blocks", "dtype")
+)
 _IMAGES = tuple(f"apjn.images.{key}" for key in ("source", "cifar_root", "count"))
 _CURVES = (*_MODEL, *_MEASURE, *_IMAGES, "apjn.images.forward_source_block")
 _THEORY = (*_MODEL, "apjn.variants", "apjn.theory")
