@@ -12,7 +12,8 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # once: a machine that sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation
+.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation \
+	bench-paper
 
 # (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
 # the lock, then this package alone. pip picks torch's build (CPU or CUDA wheel) and its CUDA
@@ -73,6 +74,13 @@ report: $(STAMP)
 # and machine.
 results-page: $(STAMP)
 	$(BIN)/python -m transformer_stability.claims_page results docs/results.md
+
+# The paper preset measured on this machine (bench/paper_scale.py): the item of every rule the
+# cluster plan sizes, reduced where the CPU cannot run it, beside the cost model; its records
+# set the profile's memory requests (cluster_plan --write). About 15 minutes on 2 cores.
+bench-paper: $(STAMP)
+	$(BIN)/python bench/paper_scale.py --json bench/paper_scale.json --results bench/RESULTS.md
+	$(BIN)/python -m transformer_stability.cluster_plan --write
 
 dry-run: $(STAMP)
 	$(BIN)/snakemake -n

@@ -1,6 +1,7 @@
 """The cluster plan: its arithmetic, the profile and docs it writes, and the paper preset's dry run
 on the SLURM profile (threads, job counts, runtimes as planned)."""
 
+import json
 import re
 
 import pytest
@@ -20,7 +21,7 @@ from transformer_stability.work import (
 )
 
 PROFILE = load_yaml(cluster_plan.PROFILE)
-PLANS = plan(preset_config())
+PLANS = plan(preset_config(), cluster_plan.measured_ratios())
 
 
 def _paper_inputs(directory) -> str:
@@ -108,22 +109,47 @@ def test_every_gpu_rule_of_the_profile_is_planned_from_its_work():
 
 def test_the_profile_and_the_docs_hold_the_current_plan():
     profile = cluster_plan.PROFILE.read_text()
-    assert cluster_plan.with_runtimes(profile, PLANS) == profile
+    assert cluster_plan.with_requests(profile, PLANS) == profile
     docs = cluster_plan.DOCS.read_text()
     assert cluster_plan.with_table(docs, cluster_plan.table(PLANS)) == docs
     for p in PLANS:
         assert PROFILE["set-resources"][p.rule]["runtime"] == p.minutes
+        assert PROFILE["set-resources"][p.rule]["mem_mb"] == p.mem_mb
         assert f"| `{p.rule}` | {p.jobs} | `{p.largest}` |" in docs
 
 
-def test_with_runtimes_sets_only_the_planned_rules_and_keeps_comments():
-    text = "set-resources:\n  a:   # one\n    runtime: 5  # old\n  b:\n    runtime: 7\n"
-    work = Work(0.0)
-    assert cluster_plan.with_runtimes(text, [RulePlan("a", 1, "i", work)]) == text.replace(
-        "runtime: 5  # old", "runtime: 10  # old"
+def test_with_requests_sets_only_the_planned_rules_and_keeps_comments():
+    text = (
+        "set-resources:\n  a:   # one\n    runtime: 5  # old\n    mem_mb: 1\n"
+        "  b:\n    runtime: 7\n    mem_mb: 2\n"
     )
-    with pytest.raises(ValueError, match=r"\['c'\]"):
-        cluster_plan.with_runtimes(text, [RulePlan("c", 1, "i", work)])
+    work = Work(0.0, memory_bytes=3.1e9)
+    planned = RulePlan("a", 1, "i", work, host_bytes=5.1e9)
+    assert planned.mem_mb == 7000  # 5.1 GB x 1.25 = 6.4 GB, rounded up to whole GB
+    assert cluster_plan.with_requests(text, [planned]) == text.replace(
+        "runtime: 5  # old", "runtime: 10  # old"
+    ).replace("mem_mb: 1", "mem_mb: 7000")
+    with pytest.raises(ValueError, match=r"\('c', 'mem_mb'\)"):
+        cluster_plan.with_requests(text, [RulePlan("c", 1, "i", work)])
+
+
+def test_a_measured_peak_above_the_prediction_raises_the_request_and_one_below_does_not():
+    work = Work(0.0)
+    predicted = RulePlan("a", 1, "i", work, host_bytes=8e9)
+    assert predicted.mem_mb == 10_000
+    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=0.5).mem_mb == 10_000
+    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=1.5).mem_mb == 15_000
+
+
+def test_measured_ratios_read_the_meters_records_and_skip_stopped_items(tmp_path):
+    path = tmp_path / "m.json"
+    rows = [
+        {"rule": "a", "host_mib": 300.0, "predicted_host_mib": 200.0},
+        {"rule": "b", "timeout": 10},
+    ]
+    path.write_text(json.dumps(rows))
+    assert cluster_plan.measured_ratios(path) == {"a": 1.5}
+    assert cluster_plan.measured_ratios(tmp_path / "none.json") == {}
 
 
 @pytest.mark.parametrize("rule", [p.rule for p in PLANS])
@@ -165,14 +191,30 @@ def test_job_counts_in_the_docs_are_the_dry_runs(paper_dry_run):
         assert int(count) == stats[rule], rule
 
 
-def test_every_rule_holding_a_large_model_asks_for_its_predicted_host_memory():
-    """The models are built in float32 on the host before they move (work.host_bytes; on an
-    H200 the d = 3072 width-scan model peaked at 30.0 GB where 32.0 GB is predicted): each
-    request holds the largest item's predicted peak with the margin. The profile asked the
-    width scan for 32 GB before it was measured."""
+def test_every_planned_rule_asks_for_its_predicted_host_memory_with_the_margin():
+    """The cost model's peak of every paper item, scaled where the meter measured more, is held
+    by the profile's request with the margin; the meter measured every planned rule."""
     requests = PROFILE["set-resources"]
-    modelled = [p for p in plan(preset_config()) if p.host_bytes]
-    assert {p.rule for p in modelled} >= {"apjn_curves", "apjn_width", "apjn_finite_n"}
-    for rule in modelled:
-        requested = requests[rule.rule]["mem_mb"] * 1e6
-        assert requested >= MEMORY_MARGIN * rule.host_bytes, (rule.rule, rule.host_bytes)
+    for rule in PLANS:
+        assert rule.measured is not None, rule.rule
+        needed = MEMORY_MARGIN * max(1.0, rule.measured) * rule.host_bytes
+        assert requests[rule.rule]["mem_mb"] * 1e6 >= needed, (rule.rule, rule.host_bytes)
+
+
+def test_pieces_bound_the_width_scan_by_its_chunk_size_not_its_depth():
+    """The d = 3072 width-scan model is 29 GB in float32 at depth 64; built 8 blocks at a time
+    its predicted peak is a few GB, and depth adds only the (S, N, d) state entering each piece."""
+    from dataclasses import replace
+
+    from transformer_stability.apjn.items import width_items
+
+    config = preset_config()
+    widest = max(width_items(config["apjn"], 0), key=lambda item: item.curve.spec.width)
+    work = cluster_plan.SWEEPS["apjn_width"].work
+    spec = widest.curve.spec
+    deeper = replace(widest, curve=replace(widest.curve, spec=spec.with_(depth=4 * spec.depth)))
+    assert spec.width == 3072 and spec.depth == 64
+    assert work(widest).memory_bytes < 10e9
+    pieces = 3 * spec.depth // widest.curve.settings.chunk_blocks
+    states = 4 * pieces * widest.curve.images.count * spec.n_tokens * spec.width
+    assert work(deeper).memory_bytes - work(widest).memory_bytes == pytest.approx(states)

@@ -1,17 +1,22 @@
-"""The cluster plan: the SLURM time request of every sweep that declares its work (`Sweep.work`),
-from the largest item of the sweep at the paper preset, at a stated sustained rate and margin.
-The arithmetic is shown once, in docs/cluster.md; the profile's `runtime:` lines follow it:
+"""The cluster plan: the SLURM time and memory requests of every sweep that declares its work
+(`Sweep.work`), from the items of the sweep at the paper preset: time from the largest item's
+arithmetic at a stated sustained rate and margin, memory from the cost model's peak, scaled up
+where bench/paper_scale.py measured a rule's item above its prediction. The arithmetic is shown
+once, in docs/cluster.md; the profile's `runtime:` and `mem_mb:` lines follow it:
 
     python -m transformer_stability.cluster_plan --write   # rewrite both
     python -m transformer_stability.cluster_plan           # print the table
 
-tests/test_cluster.py checks that both files are current and that no planned job is over the
-limit (a sweep whose items would be is split into more, smaller items by its config).
+tests/test_cluster.py checks that both files are current, that no planned job is over the time
+limit (a sweep whose items would be is split into more, smaller items by its config) and that
+every request holds its prediction.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +30,15 @@ from transformer_stability.sweeps import sweep_segments
 from transformer_stability.work import (
     FLOP_PER_SECOND,
     GRANULE_MIN,
+    HOST_OVERHEAD_BYTES,
     LIMIT_MIN,
     MARGIN,
+    MEMORY_MARGIN,
     SECONDS_PER_STEP,
     STARTUP_SECONDS,
     Work,
     estimate_seconds,
+    gpu_bytes,
     host_bytes,
     request_minutes,
 )
@@ -38,6 +46,7 @@ from transformer_stability.work import (
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 DOCS = ROOT / "docs" / "cluster.md"
+MEASURED = ROOT / "bench" / "paper_scale.json"  # written by bench/paper_scale.py --json
 PRESET = ("config.yaml", "config/paper.yaml")
 
 _BEGIN = "<!-- cluster plan: written by `python -m transformer_stability.cluster_plan --write` -->"
@@ -53,7 +62,9 @@ class RulePlan:
     largest: str
     work: Work
     total_seconds: float = 0.0  # every job's own estimate, summed
-    host_bytes: float = 0.0  # the largest predicted host peak of its items (0: not modelled)
+    host_bytes: float = 0.0  # the largest predicted host peak of its items
+    gpu_bytes: float = 0.0  # the largest predicted GPU peak of its items
+    measured: float | None = None  # bench/paper_scale.py: measured / predicted host peak
 
     @property
     def seconds(self) -> float:
@@ -62,6 +73,22 @@ class RulePlan:
     @property
     def minutes(self) -> int:
         return request_minutes(self.work)
+
+    @property
+    def mem_mb(self) -> int:
+        """The host-memory request: the predicted peak, times measured/predicted where the
+        meter found more, times the margin, in whole GB."""
+        scale = max(1.0, self.measured or 0.0)
+        return 1000 * math.ceil(MEMORY_MARGIN * scale * self.host_bytes / 1e9)
+
+
+def measured_ratios(path: Path = MEASURED) -> dict[str, float]:
+    """Per rule, measured over predicted peak host memory of the item bench/paper_scale.py ran
+    (none for an item it stopped)."""
+    if not path.exists():
+        return {}
+    rows = json.loads(path.read_text())
+    return {r["rule"]: r["host_mib"] / r["predicted_host_mib"] for r in rows if "host_mib" in r}
 
 
 def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
@@ -73,10 +100,12 @@ def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
     return validate(config, ROOT / "workflow" / "schemas" / "config.schema.yaml")
 
 
-def plan(config: dict[str, Any]) -> list[RulePlan]:
+def plan(config: dict[str, Any], ratios: dict[str, float] | None = None) -> list[RulePlan]:
     """Every sweep with a declared work, of the studies the config runs, in registry order; one
     job per item (the cluster profile's set-scatter), or per item and segment for a sweep cut
-    into segments (its earlier segments under the segment rule, each a share of the work)."""
+    into segments (its earlier segments under the segment rule, each a share of the work).
+    `ratios`: the meter's measured/predicted memory per rule (a segment rule's is its rule's)."""
+    ratios = ratios or {}
     plans = []
     for sweep in SWEEPS.values():
         study = sweep_study(sweep).name
@@ -87,11 +116,15 @@ def plan(config: dict[str, Any]) -> list[RulePlan]:
         works = {item.id: sweep.work(item).part(count) for item in items}
         largest = max(works, key=lambda item: estimate_seconds(works[item]))
         total = sum(estimate_seconds(work) for work in works.values())
-        peak = max((host_bytes(w) for w in works.values() if w.model_bytes), default=0.0)
-        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, peak))
+        peaks = {
+            "host_bytes": max(host_bytes(w) for w in works.values()),
+            "gpu_bytes": max(gpu_bytes(w) for w in works.values()),
+            "measured": ratios.get(sweep.rule),
+        }
+        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **peaks))
         if count > 1:
             jobs, rest = len(items) * (count - 1), total * (count - 1)
-            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest, peak))
+            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest, **peaks))
     return plans
 
 
@@ -123,7 +156,22 @@ def table(plans: list[RulePlan]) -> str:
         "",
         f"In all, {sum(p.jobs for p in plans)} GPU jobs: {estimated:.0f} GPU hours estimated "
         f"(each job's own work), {requested:.0f} GPU hours requested.",
+        "",
+        "Each memory request (`mem_mb`, host memory) is the largest predicted host peak of the "
+        "rule's items (the cost model: what an item holds at once on the CPU path, plus "
+        f"{HOST_OVERHEAD_BYTES / 1e9:g} GB for the process), times measured/predicted where "
+        "`bench/paper_scale.py` measured more than predicted for the rule's item (its run: "
+        f"bench/RESULTS.md), times {MEMORY_MARGIN:g}, rounded up to whole GB.",
+        "",
+        "| rule | predicted host peak | measured / predicted | requested | predicted GPU peak |",
+        "| --- | --- | --- | --- | --- |",
     ]
+    for p in plans:
+        measured = "not measured" if p.measured is None else f"{p.measured:.2f}"
+        lines.append(
+            f"| `{p.rule}` | {p.host_bytes / 1e9:.1f} GB | {measured} | {p.mem_mb // 1000} GB "
+            f"| {p.gpu_bytes / 1e9:.1f} GB |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -135,19 +183,20 @@ def with_table(docs: str, rendered: str) -> str:
     return pattern.sub(lambda _: f"{_BEGIN}\n{rendered}{_END}", docs)
 
 
-def with_runtimes(profile: str, plans: list[RulePlan]) -> str:
-    """The profile's text with each planned rule's `runtime:` under set-resources set to its
-    request (comments and layout kept); fails on a planned rule the profile does not list."""
-    wanted = {p.rule: p.minutes for p in plans}
+def with_requests(profile: str, plans: list[RulePlan]) -> str:
+    """The profile's text with each planned rule's `runtime:` and `mem_mb:` under set-resources
+    set to its requests (comments and layout kept); fails on a planned rule the profile does
+    not list with both."""
+    wanted = {p.rule: {"runtime": p.minutes, "mem_mb": p.mem_mb} for p in plans}
     lines, rule, done = profile.splitlines(keepends=True), None, set()
     for k, line in enumerate(lines):
         if header := re.match(r"^  (\w+):", line):
             rule = header.group(1)
-        elif rule in wanted and (old := re.match(r"^(    runtime: )\d+", line)):
-            lines[k] = f"{old.group(1)}{wanted[rule]}{line[old.end() :]}"
-            done.add(rule)
-    if missing := set(wanted) - done:
-        raise ValueError(f"profiles/slurm sets no runtime for {sorted(missing)}")
+        elif rule in wanted and (old := re.match(r"^(    (runtime|mem_mb): )\d+", line)):
+            lines[k] = f"{old.group(1)}{wanted[rule][old.group(2)]}{line[old.end() :]}"
+            done.add((rule, old.group(2)))
+    if missing := {(r, key) for r in wanted for key in wanted[r]} - done:
+        raise ValueError(f"profiles/slurm sets no request for {sorted(missing)}")
     return "".join(lines)
 
 
@@ -155,13 +204,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite docs and profile")
     args = parser.parse_args()
-    plans = plan(preset_config())
+    plans = plan(preset_config(), measured_ratios())
     rendered = table(plans)
     if not args.write:
         print(rendered, end="")
         return
     DOCS.write_text(with_table(DOCS.read_text(), rendered))
-    PROFILE.write_text(with_runtimes(PROFILE.read_text(), plans))
+    PROFILE.write_text(with_requests(PROFILE.read_text(), plans))
 
 
 if __name__ == "__main__":

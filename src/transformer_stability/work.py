@@ -18,7 +18,7 @@ class Work:
     flop: float
     steps: int = 0
     what: str = ""
-    model_bytes: float = 0.0  # the parameters held at once, where the item holds a large model
+    memory_bytes: float = 0.0  # what the item holds at its peak, beside a job's fixed overhead
 
     def part(self, segments: int) -> Work:
         """One of `segments` equal consecutive parts of this work."""
@@ -59,11 +59,15 @@ measured on an H200 for Study C's L = 128 training, whose arithmetic is 0.6 s of
 STARTUP_SECONDS = 300
 """Every job's start: Python, torch and CUDA, building the model, reading the data."""
 MARGIN = 1.5
-HOST_OVERHEAD_BYTES = 3e9
-"""A job's host memory beside its model: Python, torch, CUDA's context, inputs and tables (1.5
-to 2.7 GB measured for the smaller paper items on an H200, bench/RESULTS.md, GPU smoke)."""
+HOST_OVERHEAD_BYTES = 2e9
+"""A job's host memory beside what its item holds: Python with torch, pandas and the package,
+CUDA's libraries on a GPU node, its tables (1.3 to 1.5 GB measured for the smallest paper items
+on an H200, bench/RESULTS.md, GPU smoke)."""
+CUDA_CONTEXT_BYTES = 0.5e9
+"""The GPU memory CUDA's context and torch's kernels take before any tensor."""
 MEMORY_MARGIN = 1.25
-"""A memory request is at least this many times the predicted peak."""
+"""A memory request is this many times the predicted peak (after the meter's calibration),
+rounded up to whole GB."""
 GRANULE_MIN = 10
 """Requests are rounded up to whole multiples of this many minutes."""
 LIMIT_MIN = 120
@@ -91,7 +95,19 @@ def segments(work: Work) -> int:
 
 
 def host_bytes(work: Work) -> float:
-    """Predicted peak host memory of a job holding `work.model_bytes` of model in float32 (the
-    models are built on the CPU before they move: d = 3072, depth 64 predicts 32.0 GB, 30.0 GB
-    measured on an H200)."""
-    return work.model_bytes + HOST_OVERHEAD_BYTES
+    """Predicted peak host memory of a job on the CPU path, where everything the item holds is on
+    the host (on a GPU the host holds less: the same request is safe)."""
+    return work.memory_bytes + HOST_OVERHEAD_BYTES
+
+
+def gpu_bytes(work: Work) -> float:
+    """Predicted peak GPU memory of a job: what the item holds, beside CUDA's context."""
+    return work.memory_bytes + CUDA_CONTEXT_BYTES
+
+
+def block_activations(tokens: int, width: int, heads: int, mlp_ratio: float = 4.0) -> float:
+    """Numbers one transformer block keeps for its backward pass (or computes in one forward-mode
+    pass) per sequence: the inputs of its two norms, Q, K, V, the attention output and its
+    projection, the MLP's hidden layer before and after the activation (2 r T d), the residual
+    sums, and the attention scores and weights (2 h T^2)."""
+    return (9 + 2 * mlp_ratio) * tokens * width + 2 * heads * tokens**2

@@ -7,15 +7,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from transformer_stability.work import TRAIN_FACTOR, Work, transformer_flop, transformer_parameters
+from transformer_stability.work import (
+    TRAIN_FACTOR,
+    Work,
+    block_activations,
+    transformer_flop,
+    transformer_parameters,
+)
 
 FLOAT32_BYTES = 4
+ADAMW_COPIES = 5
+"""Copies of every parameter a training holds: the weights, their gradient, AdamW's two moments
+and the initialization kept for its J^{L,0} measurement."""
 
 if TYPE_CHECKING:
     from transformer_stability.apjn.items import (
         CurveItem,
         EndToEndItem,
         FiniteNItem,
+        MeasureSettings,
         TrainItem,
         WidthItem,
     )
@@ -28,18 +38,33 @@ def forward_flop(spec: ViTSpec) -> float:
     return transformer_flop(spec.depth, spec.width, spec.n_tokens, spec.mlp_ratio)
 
 
-def _model_bytes(spec: ViTSpec, blocks: int) -> float:
-    """`blocks` blocks of the model in float32."""
-    return FLOAT32_BYTES * transformer_parameters(blocks, spec.width, spec.mlp_ratio)
+def _dtype_bytes(dtype: str) -> int:
+    return 8 if dtype == "float64" else FLOAT32_BYTES
 
 
-def _probe_work(spec: ViTSpec, passes: int, what: str) -> Work:
-    """`passes` probe passes (a Jacobian-vector product each) through the whole model, held
-    whole."""
-    flop = passes * TRAIN_FACTOR * forward_flop(spec)
-    return Work(
-        flop, what=f"{what}, depth {spec.depth}", model_bytes=_model_bytes(spec, spec.depth)
+def _measured_bytes(spec: ViTSpec, settings: MeasureSettings, samples: int) -> float:
+    """Peak of one measurement (apjn/measure.py): one piece of chunk_blocks blocks (and the block
+    being built, in float32 on the host), the residuals its backward pass keeps for the samples
+    of one pass, one block's P-wide forward-mode or pullback intermediates for them, and the
+    tangents or cotangents (two copies) and piece-entering states of every sample."""
+    piece = min(settings.chunk_blocks, spec.depth)
+    n, d = spec.n_tokens, spec.width
+    block = block_activations(n, d, spec.heads, spec.mlp_ratio)
+    per_pass = min(samples, max(1, settings.chunk_size // settings.probes))
+    pieces = -(-spec.depth // piece)
+    numbers = (
+        transformer_parameters(piece, d, spec.mlp_ratio)
+        + per_pass * (piece + settings.probes) * block
+        + (2 * settings.probes + pieces + 2) * samples * n * d
     )
+    built = FLOAT32_BYTES * transformer_parameters(1, d, spec.mlp_ratio)
+    return _dtype_bytes(settings.dtype) * numbers + built
+
+
+def _probe_work(spec: ViTSpec, passes: int, what: str, memory: float) -> Work:
+    """`passes` probe passes (a Jacobian-vector product each) through the whole model."""
+    flop = passes * TRAIN_FACTOR * forward_flop(spec)
+    return Work(flop, what=f"{what}, depth {spec.depth}", memory_bytes=memory)
 
 
 def curve_work(item: CurveItem) -> Work:
@@ -47,7 +72,8 @@ def curve_work(item: CurveItem) -> Work:
     probes = item.settings.probes
     samples = item.images.count if item.images else item.settings.samples
     what = f"2 directions x {probes} probes x {samples} samples"
-    return _probe_work(item.spec, 2 * probes * samples, what)
+    memory = _measured_bytes(item.spec, item.settings, samples)
+    return _probe_work(item.spec, 2 * probes * samples, what, memory)
 
 
 def width_work(item: WidthItem) -> Work:
@@ -60,11 +86,13 @@ def end_to_end_work(item: EndToEndItem) -> Work:
     """Forward-mode probes of every sample through the deepest depth measured."""
     probes, samples = item.settings.probes, item.settings.samples
     what = f"forward mode, {probes} probes x {samples} samples"
-    return _probe_work(item.spec, probes * samples, what)
+    memory = _measured_bytes(item.spec, item.settings, samples)
+    return _probe_work(item.spec, probes * samples, what, memory)
 
 
 def finite_n_work(item: FiniteNItem) -> Work:
-    """Forward-mode probes of both inputs at every token count through the whole model."""
+    """Forward-mode probes of both inputs at every token count through the whole model, built
+    chunk_blocks blocks at a time (a piece, and the block being built, held)."""
     spec = item.spec
     flop = sum(
         2
@@ -74,12 +102,22 @@ def finite_n_work(item: FiniteNItem) -> Work:
         for n in item.token_counts
     )
     what = f"2 inputs x {item.probes} probes, N = {item.token_counts}"
-    return Work(flop, what=what, model_bytes=_model_bytes(spec, item.chunk_blocks))
+    piece = transformer_parameters(min(item.chunk_blocks, spec.depth), spec.width, spec.mlp_ratio)
+    built = FLOAT32_BYTES * transformer_parameters(1, spec.width, spec.mlp_ratio)
+    return Work(flop, what=what, memory_bytes=_dtype_bytes(item.dtype) * piece + built)
 
 
 def train_work(item: TrainItem) -> Work:
-    """Every run's training steps (the init measurement and the test pass add under 1 %)."""
+    """Every run's training steps (the init measurement and the test pass add under 1 %). Memory:
+    every run's parameters in ADAMW_COPIES copies, the activations of a step's minibatch in every
+    block, and the training images (at their stored size)."""
     runs, steps, batch = len(item.runs), item.schedule.steps, item.schedule.batch_size
-    flop = runs * steps * batch * TRAIN_FACTOR * forward_flop(item.spec)
-    what = f"{runs} run(s) x {steps} steps x batch {batch}, depth {item.spec.depth}"
-    return Work(flop, what=what)
+    spec = item.spec
+    flop = runs * steps * batch * TRAIN_FACTOR * forward_flop(spec)
+    what = f"{runs} run(s) x {steps} steps x batch {batch}, depth {spec.depth}"
+    block = block_activations(spec.n_tokens, spec.width, spec.heads, spec.mlp_ratio)
+    numbers = runs * (
+        ADAMW_COPIES * transformer_parameters(spec.depth, spec.width, spec.mlp_ratio)
+        + batch * spec.depth * block
+    )
+    return Work(flop, what=what, memory_bytes=FLOAT32_BYTES * numbers + item.data.stored_bytes)

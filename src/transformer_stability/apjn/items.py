@@ -17,6 +17,9 @@ from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.work import segments
 
+CIFAR100_TRAIN, CIFAR100_TEST = 50_000, 10_000
+"""The images of CIFAR-100's two splits."""
+
 
 def variant_id(norm: str, alpha: float | None) -> str:
     """'ln', 'derf-a1.5', 'dyt-a1': a variant's name in item ids."""
@@ -169,6 +172,16 @@ class TrainData:
     cifar_root: str | None
     img_size: int
     seed: int  # draws the data set; the same for every run
+
+    @property
+    def stored_bytes(self) -> float:
+        """The images a training holds, in float32: textures (train and test crops per class)
+        at the model's side, CIFAR-100 at its own 32 px (train/test 0: all 50,000 and 10,000)."""
+        if self.source == "cifar100":
+            count, side = (self.train or CIFAR100_TRAIN) + (self.test or CIFAR100_TEST), 32
+        else:
+            count, side = self.classes * (self.train + self.test), self.img_size
+        return 4.0 * count * 3 * side**2
 
 
 @dataclass(frozen=True)
