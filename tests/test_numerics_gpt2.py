@@ -12,6 +12,7 @@ import torch
 from torch.func import jacrev
 
 from transformer_stability.numerics.gpt2 import (
+    BlockWeights,
     ModelSourceError,
     _attention,
     _layer_norm,
@@ -359,3 +360,28 @@ def test_each_rounding_source_alone_stays_below_its_bound_and_near_its_typical_t
     wide = table.pivot_table(index="checkpoint", columns="source", values="measured_rel_l2")
     parts = wide[list(SOURCES)].pow(2).sum(axis=1).pow(0.5)  # independent errors: in quadrature
     assert (wide["all"] / parts).between(0.5, 2).all()
+
+
+def test_block_copies_are_made_when_asked_for_and_only_the_last_is_kept(tiny_model):
+    """A group's stored and reference copies are made block by block as its streams reach them
+    (GPT-2 XL's would be 18 GB at once): each equals the copy made directly, and only the last
+    block asked for is held."""
+    bf16 = Precision.parse("bf16")
+    lazy = stored_blocks(tiny_model, bf16, 0.5, CPU)
+    reference = lazy.cast(FP64)
+    assert len(lazy) == len(reference) == TINY.layers
+    for b, layer in enumerate(tiny_model.transformer.h):
+        direct = BlockWeights.from_block(layer, bf16, 0.5, CPU)
+        for name in BlockWeights._PAIRS:
+            for made, wanted in zip(getattr(lazy[b], name), getattr(direct, name), strict=True):
+                assert made.dtype == torch.bfloat16 and torch.equal(made, wanted)
+            for made, wanted in zip(
+                getattr(reference[b], name), getattr(direct.cast(FP64), name), strict=True
+            ):
+                assert made.dtype == torch.float64 and torch.equal(made, wanted)
+        assert lazy._held[0] == b and lazy[b] is lazy[b]  # the held copy, not a new one
+    first = lazy[0]
+    assert lazy[0] is first and lazy[1] is not first and lazy[0] is not first
+    with pytest.raises(IndexError, match="block 3 of 3"):
+        lazy[TINY.layers]
+    assert [w.heads for w in lazy] == [TINY.heads] * TINY.layers  # iterates to the end

@@ -24,6 +24,13 @@ def _blocks(spec: GPT2Spec) -> float:
     return layers * 12.0 * width**2
 
 
+def _copies(spec: GPT2Spec, bytes_per_parameter: float) -> float:
+    """Block copies made as the streams reach them (gpt2.LazyBlocks): while the streams step
+    from one block to the next, two blocks' copies are held."""
+    layers, _, _ = spec.shape()
+    return bytes_per_parameter * min(2, layers) * _blocks(spec) / layers
+
+
 def _model_bytes(spec: GPT2Spec) -> float:
     """The built model in float32: its blocks, token and position embeddings."""
     _, width, _ = spec.shape()
@@ -40,7 +47,7 @@ def _streams_bytes(spec: GPT2Spec, seq_len: int, batch: int, streams: int) -> fl
 
 def sources_work(item: SourcesItem) -> Work:
     """The reference and one float64 forward per source (and all together). Memory: the model,
-    its blocks in float64 twice (the stored numbers and the reference's), and the reference's
+    block copies in float64 twice (the stored numbers and the reference's), and the reference's
     and every source's stream of the one batch."""
     layers, width, _ = item.spec.shape()
     forwards = (2 + len(SOURCES)) * item.inputs.sequences
@@ -49,7 +56,7 @@ def sources_work(item: SourcesItem) -> Work:
     streams = _streams_bytes(
         item.spec, item.inputs.seq_len, item.inputs.sequences, 2 + len(SOURCES)
     )
-    memory = _model_bytes(item.spec) + 2 * FLOAT64 * _blocks(item.spec) + streams
+    memory = _model_bytes(item.spec) + _copies(item.spec, 2 * FLOAT64) + streams
     return Work(forwards * per_sequence, what=what, memory_bytes=memory)
 
 
@@ -67,8 +74,8 @@ def attention_work(item: AttentionItem) -> Work:
 def group_work(item: GroupItem) -> Work:
     """The float64 reference and every test format of the group through every block (no
     vocabulary projection; the emulated formats' rounding is elementwise work, not counted).
-    Memory: the model, its blocks once in the group's storage format and once in float64, and
-    the reference's and every format's stream of one batch."""
+    Memory: the model, block copies in the group's storage format and in float64, and the
+    reference's and every format's stream of one batch."""
     layers, width, _ = item.spec.shape()
     forwards = (1 + len(item.precisions)) * item.inputs.sequences
     per_sequence = transformer_flop(layers, width, item.inputs.seq_len)
@@ -78,7 +85,7 @@ def group_work(item: GroupItem) -> Work:
     streams = _streams_bytes(
         item.spec, item.inputs.seq_len, item.inputs.batch, 1 + len(item.precisions)
     )
-    memory = _model_bytes(item.spec) + (stored + FLOAT64) * _blocks(item.spec) + streams
+    memory = _model_bytes(item.spec) + _copies(item.spec, stored + FLOAT64) + streams
     return Work(
         forwards * per_sequence, what=f"{what} of {tokens}, {item.spec.name}", memory_bytes=memory
     )

@@ -9,7 +9,7 @@ the Hugging Face forward (tested to 1e-10 on the logits).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -170,11 +170,40 @@ class BlockWeights:
         )
 
 
+class LazyBlocks(Sequence[BlockWeights]):
+    """A model's blocks as copies made when asked for, only the last one kept: the residual
+    streams of a group walk the blocks in step, so a deep model's stored and reference copies
+    are never all in memory at once (GPT-2 XL: 6 GB in float32, 12 GB in float64)."""
+
+    def __init__(self, count: int, make: Callable[[int], BlockWeights]) -> None:
+        self._count, self._make = count, make
+        self._held: tuple[int, BlockWeights | None] = (-1, None)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, block: int) -> BlockWeights:  # type: ignore[override]
+        if not 0 <= block < self._count:
+            raise IndexError(f"block {block} of {self._count}")
+        if self._held[0] != block:
+            self._held = (-1, None)  # free the copy held before making the next
+            self._held = (block, self._make(block))
+        return self._held[1]
+
+    def cast(self, precision: Arithmetic) -> LazyBlocks:
+        """The same stored numbers in another storage format, block by block."""
+        return LazyBlocks(self._count, lambda block: self[block].cast(precision))
+
+
 def stored_blocks(
     model: GPT2LMHeadModel, precision: Arithmetic, alpha: float, device: torch.device
-) -> list[BlockWeights]:
+) -> LazyBlocks:
+    """Every block's parameters in `precision`'s storage format, α applied, on `device`."""
     _check_supported(model.config)
-    return [BlockWeights.from_block(b, precision, alpha, device) for b in model.transformer.h]
+    layers = model.transformer.h
+    return LazyBlocks(
+        len(layers), lambda b: BlockWeights.from_block(layers[b], precision, alpha, device)
+    )
 
 
 def _check_supported(config: GPT2Config) -> None:
@@ -216,7 +245,7 @@ def _normed(h: torch.Tensor, params: tuple, eps: float, precision: Arithmetic) -
 
 
 def residual_stream(
-    blocks: list[BlockWeights], h: torch.Tensor, precision: Arithmetic
+    blocks: Sequence[BlockWeights], h: torch.Tensor, precision: Arithmetic
 ) -> Iterator[ResidualAdd]:
     """Run the blocks on the embedded input `h` and yield the stream after every residual add."""
     h = precision.store(h)

@@ -183,14 +183,15 @@ def _run_group(
     seed: int,
 ) -> dict[str, _Accumulator]:
     """Test runs that store the same numbers (one storage dtype) share one float64 reference,
-    and one copy of the stored weights (a format's weights depend on its storage dtype only).
+    and one copy of the stored weights (a format's weights depend on its storage dtype only),
+    made block by block as the streams, which run in step, reach it.
     Each format's typical estimate runs beside them, token by token, on source gains drawn
     from `seed`."""
     generator = torch.Generator().manual_seed(seed)
     storage = precisions[0]
     stored = stored_blocks(model, storage, alpha, device)
     tests = [stored] * len(precisions)
-    ref_blocks = [block.cast(REFERENCE) for block in stored]
+    ref_blocks = stored.cast(REFERENCE)
     accs = {p.name: _Accumulator() for p in precisions}
     eps = {p.name: Roundoffs.of(p) for p in precisions}
     with torch.no_grad():
