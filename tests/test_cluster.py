@@ -21,7 +21,7 @@ from transformer_stability.work import (
 )
 
 PROFILE = load_yaml(cluster_plan.PROFILE)
-PLANS = plan(preset_config(), cluster_plan.measured_ratios())
+PLANS = plan(preset_config(), cluster_plan.measurements())
 
 
 def _paper_inputs(directory) -> str:
@@ -135,21 +135,25 @@ def test_with_requests_sets_only_the_planned_rules_and_keeps_comments():
 
 def test_a_measured_peak_above_the_prediction_raises_the_request_and_one_below_does_not():
     work = Work(0.0)
+
+    def measured(ratio: float) -> dict:
+        return {"host_mib": 100.0 * ratio, "predicted_host_mib": 100.0}
+
     predicted = RulePlan("a", 1, "i", work, host_bytes=8e9)
-    assert predicted.mem_mb == 10_000
-    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=0.5).mem_mb == 10_000
-    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=1.5).mem_mb == 15_000
+    assert predicted.mem_mb == 10_000 and predicted.memory_ratio is None
+    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=measured(0.5)).mem_mb == 10_000
+    assert RulePlan("a", 1, "i", work, host_bytes=8e9, measured=measured(1.5)).mem_mb == 15_000
 
 
-def test_measured_ratios_read_the_meters_records_and_skip_stopped_items(tmp_path):
+def test_measurements_are_the_meters_records_without_the_stopped_items(tmp_path):
     path = tmp_path / "m.json"
     rows = [
         {"rule": "a", "host_mib": 300.0, "predicted_host_mib": 200.0},
         {"rule": "b", "timeout": 10},
     ]
     path.write_text(json.dumps(rows))
-    assert cluster_plan.measured_ratios(path) == {"a": 1.5}
-    assert cluster_plan.measured_ratios(tmp_path / "none.json") == {}
+    assert cluster_plan.measurements(path) == {"a": rows[0]}
+    assert cluster_plan.measurements(tmp_path / "none.json") == {}
 
 
 @pytest.mark.parametrize("rule", [p.rule for p in PLANS])
@@ -197,7 +201,7 @@ def test_every_planned_rule_asks_for_its_predicted_host_memory_with_the_margin()
     requests = PROFILE["set-resources"]
     for rule in PLANS:
         assert rule.measured is not None, rule.rule
-        needed = MEMORY_MARGIN * max(1.0, rule.measured) * rule.host_bytes
+        needed = MEMORY_MARGIN * max(1.0, rule.memory_ratio) * rule.host_bytes
         assert requests[rule.rule]["mem_mb"] * 1e6 >= needed, (rule.rule, rule.host_bytes)
 
 

@@ -64,7 +64,7 @@ class RulePlan:
     total_seconds: float = 0.0  # every job's own estimate, summed
     host_bytes: float = 0.0  # the largest predicted host peak of its items
     gpu_bytes: float = 0.0  # the largest predicted GPU peak of its items
-    measured: float | None = None  # bench/paper_scale.py: measured / predicted host peak
+    measured: dict[str, Any] | None = None  # bench/paper_scale.py's record of the rule's item
 
     @property
     def seconds(self) -> float:
@@ -78,17 +78,22 @@ class RulePlan:
     def mem_mb(self) -> int:
         """The host-memory request: the predicted peak, times measured/predicted where the
         meter found more, times the margin, in whole GB."""
-        scale = max(1.0, self.measured or 0.0)
+        scale = max(1.0, self.memory_ratio or 0.0)
         return 1000 * math.ceil(MEMORY_MARGIN * scale * self.host_bytes / 1e9)
 
+    @property
+    def memory_ratio(self) -> float | None:
+        """Measured over predicted peak host memory of the form the meter ran."""
+        if self.measured is None:
+            return None
+        return self.measured["host_mib"] / self.measured["predicted_host_mib"]
 
-def measured_ratios(path: Path = MEASURED) -> dict[str, float]:
-    """Per rule, measured over predicted peak host memory of the item bench/paper_scale.py ran
-    (none for an item it stopped)."""
+
+def measurements(path: Path = MEASURED) -> dict[str, dict[str, Any]]:
+    """Per rule, bench/paper_scale.py's record of its item (none for an item it stopped)."""
     if not path.exists():
         return {}
-    rows = json.loads(path.read_text())
-    return {r["rule"]: r["host_mib"] / r["predicted_host_mib"] for r in rows if "host_mib" in r}
+    return {row["rule"]: row for row in json.loads(path.read_text()) if "host_mib" in row}
 
 
 def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
@@ -100,12 +105,14 @@ def preset_config(files: tuple[str, ...] = PRESET) -> dict[str, Any]:
     return validate(config, ROOT / "workflow" / "schemas" / "config.schema.yaml")
 
 
-def plan(config: dict[str, Any], ratios: dict[str, float] | None = None) -> list[RulePlan]:
+def plan(
+    config: dict[str, Any], measured: dict[str, dict[str, Any]] | None = None
+) -> list[RulePlan]:
     """Every sweep with a declared work, of the studies the config runs, in registry order; one
     job per item (the cluster profile's set-scatter), or per item and segment for a sweep cut
     into segments (its earlier segments under the segment rule, each a share of the work).
-    `ratios`: the meter's measured/predicted memory per rule (a segment rule's is its rule's)."""
-    ratios = ratios or {}
+    `measured`: the meter's record per rule (a segment rule's is its rule's)."""
+    measured = measured or {}
     plans = []
     for sweep in SWEEPS.values():
         study = sweep_study(sweep).name
@@ -119,7 +126,7 @@ def plan(config: dict[str, Any], ratios: dict[str, float] | None = None) -> list
         peaks = {
             "host_bytes": max(host_bytes(w) for w in works.values()),
             "gpu_bytes": max(gpu_bytes(w) for w in works.values()),
-            "measured": ratios.get(sweep.rule),
+            "measured": measured.get(sweep.rule),
         }
         plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **peaks))
         if count > 1:
@@ -128,7 +135,13 @@ def plan(config: dict[str, Any], ratios: dict[str, float] | None = None) -> list
     return plans
 
 
+def _gb(mib: float) -> str:
+    return f"{mib * 2**20 / 1e9:.1f}"
+
+
 def _minutes(seconds: float) -> str:
+    if seconds >= 7200:
+        return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
@@ -163,14 +176,19 @@ def table(plans: list[RulePlan]) -> str:
         "`bench/paper_scale.py` measured more than predicted for the rule's item (its run: "
         f"bench/RESULTS.md), times {MEMORY_MARGIN:g}, rounded up to whole GB.",
         "",
-        "| rule | predicted host peak | measured / predicted | requested | predicted GPU peak |",
-        "| --- | --- | --- | --- | --- |",
+        "| rule | measured form (bench/paper_scale.py) | its peak, measured (predicted) | "
+        "paper item: predicted host peak | requested | predicted GPU peak | paper item on "
+        "the meter's CPU |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in plans:
-        measured = "not measured" if p.measured is None else f"{p.measured:.2f}"
+        m = p.measured
+        form = "not measured" if m is None else m["form"]
+        peak = "" if m is None else (f"{_gb(m['host_mib'])} GB ({_gb(m['predicted_host_mib'])})")
+        cpu = "" if m is None else _minutes(m["paper_wall_s"])
         lines.append(
-            f"| `{p.rule}` | {p.host_bytes / 1e9:.1f} GB | {measured} | {p.mem_mb // 1000} GB "
-            f"| {p.gpu_bytes / 1e9:.1f} GB |"
+            f"| `{p.rule}` | {form} | {peak} | {p.host_bytes / 1e9:.1f} GB | "
+            f"{p.mem_mb // 1000} GB | {p.gpu_bytes / 1e9:.1f} GB | {cpu} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -204,7 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite docs and profile")
     args = parser.parse_args()
-    plans = plan(preset_config(), measured_ratios())
+    plans = plan(preset_config(), measurements())
     rendered = table(plans)
     if not args.write:
         print(rendered, end="")
