@@ -271,8 +271,14 @@ def test_built_model_has_the_requested_structure():
         torch.testing.assert_close(b.attn.proj.weight, 3 * a.attn.proj.weight)
         torch.testing.assert_close(b.mlp.fc1.weight, 2 * a.mlp.fc1.weight)
         torch.testing.assert_close(b.mlp.fc2.weight, 2 * a.mlp.fc2.weight)
-    with pytest.raises(ValueError, match="positive alpha"):
-        build_vit(spec.with_(alpha=None), seed=0)
+    for alpha in (None, 0.0):
+        with pytest.raises(ValueError, match="positive alpha"):
+            build_vit(spec.with_(alpha=alpha), seed=0)
+    narrow = build_vit(spec.with_(mlp_ratio=1.0, relu=False), seed=0)
+    assert narrow.blocks[0].mlp.fc1.out_features == d
+    assert isinstance(narrow.blocks[0].mlp.act, torch.nn.GELU)
+    with pytest.raises(ValueError, match=r"SaturatingNorm is one of \('derf', 'dyt'\), not 'ln'"):
+        SaturatingNorm(d, "ln", 1.0)
 
 
 def test_mean_field_constants_read_off_a_vit_b_match_the_spec():

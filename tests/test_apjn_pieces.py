@@ -23,6 +23,8 @@ from transformer_stability.apjn.measured_tables import finite_n_table, measure
 from transformer_stability.apjn.models import (
     BuiltBlocks,
     block_moments,
+    block_seed,
+    build_embedding,
     build_vit,
     mean_field_from_model,
 )
@@ -49,7 +51,7 @@ def test_pieces_cut_at_the_multiples_of_their_size(depth, size, start, cuts):
 
 def test_a_piece_of_no_blocks_is_refused():
     with pytest.raises(ValueError, match="at least one block"):
-        piece_ranges(4, 0)
+        piece_ranges(4, 0, 0)
 
 
 def _stack(depth: int = 5) -> tuple[list, torch.Tensor]:
@@ -113,6 +115,26 @@ def test_each_block_has_its_own_seed_so_any_cut_builds_the_same_model():
     other = BuiltBlocks(SPEC.with_(depth=7), 12, 7, CPU, torch.float64).piece(range(1))
     assert not torch.equal(other[0].attn.qkv.weight, whole[0].attn.qkv.weight)
     assert pieces.mean_field() == deep.mean_field()
+
+
+def test_block_b_is_the_one_block_vit_of_its_own_seed_and_the_embedding_has_no_block():
+    blocks = BuiltBlocks(SPEC.with_(depth=3), 7, 3, CPU, torch.float64)
+    for b, block in enumerate(blocks.piece(range(3))):
+        alone = build_vit(SPEC.with_(depth=1), block_seed(7, b)).blocks[0].double()
+        assert all(
+            torch.equal(x, y)
+            for x, y in zip(block.state_dict().values(), alone.state_dict().values(), strict=True)
+        )
+    assert len({block_seed(7, b) for b in range(100)} | {block_seed(8, 0)}) == 101
+    assert len(build_embedding(SPEC.with_(depth=5), 7).blocks) == 0
+
+
+def test_a_range_inside_the_held_piece_is_its_own_blocks():
+    blocks = BuiltBlocks(SPEC.with_(depth=6), 0, 3, CPU, torch.float32)
+    held = blocks.piece(range(3, 6))
+    assert blocks.piece(range(3, 4)) == held[:1]
+    assert blocks.piece(range(4, 6)) == held[1:]
+    assert all(a is b for a, b in zip(blocks.piece(range(4, 6)), held[1:], strict=True))
 
 
 def test_built_blocks_hold_one_piece_and_build_a_held_piece_once(monkeypatch):

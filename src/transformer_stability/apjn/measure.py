@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Protocol
 
 import torch
@@ -55,13 +56,13 @@ class Blocks(Protocol):
         ...
 
 
-def piece_ranges(depth: int, size: int, start: int = 0) -> list[range]:
+def piece_ranges(depth: int, size: int, start: int) -> list[range]:
     """Blocks start..depth-1 cut at the multiples of `size`: the pieces of a stack built `size`
     blocks at a time, the first one shortened when it starts inside a piece."""
     if size < 1:
         raise ValueError(f"a piece holds at least one block, not {size}")
     cuts = [start, *range((start // size + 1) * size, depth, size), depth]
-    return [range(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if a < b]
+    return [range(a, b) for a, b in pairwise(cuts) if a < b]
 
 
 @dataclass(frozen=True)
