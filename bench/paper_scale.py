@@ -50,13 +50,7 @@ from transformer_stability.counting.training_tables import training_table
 from transformer_stability.device import resolve_device
 from transformer_stability.numerics.gpt2_tables import attention_rows, group_tables, sources_rows
 from transformer_stability.registry import SWEEPS, sweep_study
-from transformer_stability.work import (
-    FLOP_PER_SECOND,
-    SECONDS_PER_STEP,
-    Work,
-    gpu_bytes,
-    host_bytes,
-)
+from transformer_stability.work import flop_equivalent, gpu_bytes, host_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -195,17 +189,12 @@ def run(rule: str, item: Any, table_of: Callable, device: torch.device) -> dict[
     return {"wall_s": seconds, "cpu_s": cpu, "host_mib": host, "gpu_mib": peak}
 
 
-def _cost(work: Work) -> float:
-    """Work in FLOP, a sequential step counted at the plan's exchange rate."""
-    return work.flop + work.steps * SECONDS_PER_STEP * FLOP_PER_SECOND
-
-
 def record(rule: str, paper: Any, measured: Any, form: str, run: dict[str, Any]) -> dict:
     """The measurement beside the model: predicted peaks of the measured form and of the paper
     item, and the paper item's time extrapolated by the ratio of their work."""
     work = SWEEPS[rule].work
     small, big = work(measured), work(paper)
-    scale = _cost(big) / _cost(small) if _cost(small) else 1.0
+    scale = flop_equivalent(big) / flop_equivalent(small) if flop_equivalent(small) else 1.0
     return {
         "rule": rule,
         "item": paper.id,

@@ -156,6 +156,24 @@ def test_measurements_are_the_meters_records_without_the_stopped_items(tmp_path)
     assert cluster_plan.measurements(tmp_path / "none.json") == {}
 
 
+def test_a_rule_slower_per_flop_than_the_median_gets_its_time_scaled_and_no_rule_less():
+    works = {r: Work(1e12) for r in "abc"} | {"d": Work(0.0, steps=200)}  # d: 1e13 in steps
+    largest = {r: "i" for r in works}
+
+    def record(wall_s: float, ratio: float = 1.0) -> dict:
+        return {"item": "i", "wall_s": wall_s, "work_ratio": ratio}
+
+    measured = {"a": record(1.0), "b": record(2.0), "c": record(8.0), "d": record(0.5)}
+    # rates 1e12, 5e11, 1.25e11, 2e12 per s: median 7.5e11
+    slowdowns = cluster_plan._slowdowns(works, largest, measured)
+    assert slowdowns == pytest.approx({"a": 1.0, "b": 1.5, "c": 6.0, "d": 1.0})
+    stale = {"a": record(1.0) | {"item": "another"}}  # measured for another item: not used
+    assert cluster_plan._slowdowns(works, largest, stale) == {}
+    slow = RulePlan("c", 1, "i", Work(6e15), slowdown=6.0)
+    assert slow.seconds == pytest.approx(STARTUP_SECONDS + 6 * 6e15 / FLOP_PER_SECOND)
+    assert slow.minutes > RulePlan("c", 1, "i", Work(6e15)).minutes
+
+
 @pytest.mark.parametrize("rule", [p.rule for p in PLANS])
 def test_no_planned_job_is_over_the_limit(rule):
     (planned,) = [p for p in PLANS if p.rule == rule]

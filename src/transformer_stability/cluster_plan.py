@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from transformer_stability.work import (
     STARTUP_SECONDS,
     Work,
     estimate_seconds,
+    flop_equivalent,
     gpu_bytes,
     host_bytes,
     request_minutes,
@@ -65,14 +67,15 @@ class RulePlan:
     host_bytes: float = 0.0  # the largest predicted host peak of its items
     gpu_bytes: float = 0.0  # the largest predicted GPU peak of its items
     measured: dict[str, Any] | None = None  # bench/paper_scale.py's record of the rule's item
+    slowdown: float = 1.0  # the FLOP count's shortfall, measured (`_slowdowns`)
 
     @property
     def seconds(self) -> float:
-        return estimate_seconds(self.work)
+        return estimate_seconds(self.work, self.slowdown)
 
     @property
     def minutes(self) -> int:
-        return request_minutes(self.work)
+        return request_minutes(self.work, self.slowdown)
 
     @property
     def mem_mb(self) -> int:
@@ -113,26 +116,55 @@ def plan(
     into segments (its earlier segments under the segment rule, each a share of the work).
     `measured`: the meter's record per rule (a segment rule's is its rule's)."""
     measured = measured or {}
-    plans = []
+    sweeps = []
     for sweep in SWEEPS.values():
         study = sweep_study(sweep).name
         if sweep.work is None or study not in config["studies"]:
             continue
-        items = sweep.items(config[study], config["seed"])
-        count = sweep_segments(items)
-        works = {item.id: sweep.work(item).part(count) for item in items}
-        largest = max(works, key=lambda item: estimate_seconds(works[item]))
-        total = sum(estimate_seconds(work) for work in works.values())
-        peaks = {
+        items = {item.id: item for item in sweep.items(config[study], config["seed"])}
+        count = sweep_segments(list(items.values()))
+        works = {key: sweep.work(item).part(count) for key, item in items.items()}
+        largest = max(works, key=lambda key: estimate_seconds(works[key]))
+        sweeps.append((sweep, items, count, works, largest))
+    slowdowns = _slowdowns(
+        {sweep.rule: sweep.work(items[largest]) for sweep, items, _, _, largest in sweeps},
+        {sweep.rule: largest for sweep, _, _, _, largest in sweeps},
+        measured,
+    )
+    plans = []
+    for sweep, items, count, works, largest in sweeps:
+        slowdown = slowdowns.get(sweep.rule, 1.0)
+        total = sum(estimate_seconds(work, slowdown) for work in works.values())
+        fields = {
             "host_bytes": max(host_bytes(w) for w in works.values()),
             "gpu_bytes": max(gpu_bytes(w) for w in works.values()),
             "measured": measured.get(sweep.rule),
+            "slowdown": slowdown,
         }
-        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **peaks))
+        plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **fields))
         if count > 1:
             jobs, rest = len(items) * (count - 1), total * (count - 1)
-            plans.append(RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest, **peaks))
+            plans.append(
+                RulePlan(sweep.segment_rule, jobs, largest, works[largest], rest, **fields)
+            )
     return plans
+
+
+def _slowdowns(
+    works: dict[str, Work], largest: dict[str, str], measured: dict[str, dict[str, Any]]
+) -> dict[str, float]:
+    """Per measured rule, the median measured rule's FLOP rate on the meter's machine over the
+    rule's own, at least 1: how much work its FLOP count leaves out (emulated rounding, small
+    kernels) next to the typical rule, whose rate the sustained GPU rate stands for."""
+    rates = {
+        rule: flop_equivalent(works[rule]) / record["work_ratio"] / record["wall_s"]
+        for rule, record in measured.items()
+        if rule in works and record["item"] == largest[rule]
+    }
+    if not rates:
+        return {}
+    typical = statistics.median(rates.values())
+    return {rule: max(1.0, typical / rate) for rule, rate in rates.items()}
 
 
 def _gb(mib: float) -> str:
@@ -149,19 +181,23 @@ def table(plans: list[RulePlan]) -> str:
     """The plan as a markdown table, with the rate and margin it assumes."""
     lines = [
         f"Each request is {STARTUP_SECONDS / 60:g} minutes of start-up plus the largest item's "
-        f"work at {FLOP_PER_SECOND / 1e12:g} TFLOP/s and {SECONDS_PER_STEP * 1e3:g} ms per "
-        f"sequential step, times {MARGIN:g}, rounded up to {GRANULE_MIN} minutes; none may "
-        f"exceed {LIMIT_MIN} minutes.",
+        f"work at {FLOP_PER_SECOND / 1e12:g} TFLOP/s, times the rule's slowdown, and "
+        f"{SECONDS_PER_STEP * 1e3:g} ms per sequential step, times {MARGIN:g}, rounded up to "
+        f"{GRANULE_MIN} minutes; none may exceed {LIMIT_MIN} minutes. The slowdown calibrates the "
+        "FLOP count by `bench/paper_scale.py`: the median measured rule's FLOP rate on the "
+        "meter's machine over this rule's, at least 1 (the work a count leaves out, like "
+        "emulated rounding, next to the typical rule's).",
         "",
-        "| rule | jobs | largest item | its work | FLOP | estimate | requested |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| rule | jobs | largest item | its work | FLOP | slowdown | estimate | requested |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in plans:
         steps = f" + {p.work.steps} steps" if p.work.steps else ""
         over = " (over the limit: to be split)" if p.minutes > LIMIT_MIN else ""
         lines.append(
             f"| `{p.rule}` | {p.jobs} | `{p.largest}` | {p.work.what} | "
-            f"{p.work.flop:.2g}{steps} | {_minutes(p.seconds)} | {p.minutes} min{over} |"
+            f"{p.work.flop:.2g}{steps} | {p.slowdown:.2g} | {_minutes(p.seconds)} | "
+            f"{p.minutes} min{over} |"
         )
     estimated = sum(p.total_seconds for p in plans) / 3600
     requested = sum(p.jobs * p.minutes for p in plans) / 60

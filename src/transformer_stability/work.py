@@ -75,14 +75,21 @@ LIMIT_MIN = 120
 MAX_SEGMENTS = 100
 
 
-def estimate_seconds(work: Work) -> float:
-    """One job's estimate: start-up, arithmetic at the sustained rate, sequential steps."""
-    return STARTUP_SECONDS + work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
+def estimate_seconds(work: Work, slowdown: float = 1.0) -> float:
+    """One job's estimate: start-up, arithmetic at the sustained rate (divided by the rule's
+    measured `slowdown`: work the FLOP count leaves out), sequential steps."""
+    return STARTUP_SECONDS + slowdown * work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
 
 
-def request_minutes(work: Work) -> int:
+def request_minutes(work: Work, slowdown: float = 1.0) -> int:
     """A job's time request: the estimate times the margin, rounded up to whole granules."""
-    return math.ceil(estimate_seconds(work) * MARGIN / 60 / GRANULE_MIN) * GRANULE_MIN
+    seconds = estimate_seconds(work, slowdown)
+    return math.ceil(seconds * MARGIN / 60 / GRANULE_MIN) * GRANULE_MIN
+
+
+def flop_equivalent(work: Work) -> float:
+    """The work in FLOP, a sequential step counted at the plan's own exchange rate."""
+    return work.flop + work.steps * SECONDS_PER_STEP * FLOP_PER_SECOND
 
 
 def segments(work: Work) -> int:
