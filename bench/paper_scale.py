@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from transformer_stability.apjn.items import TrainData
 from transformer_stability.apjn.measured_tables import (
@@ -44,8 +43,7 @@ from transformer_stability.apjn.measured_tables import (
     width_table,
 )
 from transformer_stability.apjn.training import train_table
-from transformer_stability.cluster_plan import plan
-from transformer_stability.config import validate_config
+from transformer_stability.cluster_plan import plan, preset_config
 from transformer_stability.counting.training_tables import training_table
 from transformer_stability.device import resolve_device
 from transformer_stability.numerics.gpt2_tables import attention_rows, group_tables, sources_rows
@@ -129,17 +127,7 @@ REDUCED: dict[str, tuple[Callable[[Any], Any], str]] = {
 
 def load_config(configfile: Path) -> dict[str, Any]:
     """config.yaml with the preset merged over it, validated (defaults filled)."""
-
-    def merge(base: dict, over: dict) -> dict:
-        out = copy.deepcopy(base)
-        for key, value in over.items():
-            both = isinstance(value, dict) and isinstance(out.get(key), dict)
-            out[key] = merge(out[key], value) if both else copy.deepcopy(value)
-        return out
-
-    base = yaml.safe_load((ROOT / "config.yaml").read_text())
-    config = merge(base, yaml.safe_load(configfile.read_text()) or {})
-    return validate_config(config, ROOT / "workflow/schemas/config.schema.yaml")
+    return preset_config(("config.yaml", str(configfile)))
 
 
 def offline(config: dict[str, Any]) -> dict[str, Any]:
