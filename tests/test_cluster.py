@@ -169,6 +169,8 @@ def test_a_rule_slower_per_flop_than_the_median_gets_its_time_scaled_and_no_rule
     assert slowdowns == pytest.approx({"a": 1.0, "b": 1.5, "c": 6.0, "d": 1.0})
     stale = {"a": record(1.0) | {"item": "another"}}  # measured for another item: not used
     assert cluster_plan._slowdowns(works, largest, stale) == {}
+    assert cluster_plan._current(stale["a"], "i") is None
+    assert cluster_plan._current(measured["a"], "i") is measured["a"]
     slow = RulePlan("c", 1, "i", Work(6e15), slowdown=6.0)
     assert slow.seconds == pytest.approx(STARTUP_SECONDS + 6 * 6e15 / FLOP_PER_SECOND)
     assert slow.minutes > RulePlan("c", 1, "i", Work(6e15)).minutes
@@ -218,7 +220,7 @@ def test_every_planned_rule_asks_for_its_predicted_host_memory_with_the_margin()
     by the profile's request with the margin; the meter measured every planned rule."""
     requests = PROFILE["set-resources"]
     for rule in PLANS:
-        assert rule.measured is not None, rule.rule
+        assert rule.measured is not None, f"{rule.rule}: not measured, or stale (make bench-paper)"
         needed = MEMORY_MARGIN * max(1.0, rule.memory_ratio) * rule.host_bytes
         assert requests[rule.rule]["mem_mb"] * 1e6 >= needed, (rule.rule, rule.host_bytes)
 

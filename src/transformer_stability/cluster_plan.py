@@ -138,7 +138,7 @@ def plan(
         fields = {
             "host_bytes": max(host_bytes(w) for w in works.values()),
             "gpu_bytes": max(gpu_bytes(w) for w in works.values()),
-            "measured": measured.get(sweep.rule),
+            "measured": _current(measured.get(sweep.rule), largest),
             "slowdown": slowdown,
         }
         plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **fields))
@@ -150,6 +150,12 @@ def plan(
     return plans
 
 
+def _current(record: dict[str, Any] | None, largest: str) -> dict[str, Any] | None:
+    """The meter's record if it measured the item the plan sizes the rule by now (a changed
+    preset makes it stale: `make bench-paper` measures again)."""
+    return record if record is not None and record["item"] == largest else None
+
+
 def _slowdowns(
     works: dict[str, Work], largest: dict[str, str], measured: dict[str, dict[str, Any]]
 ) -> dict[str, float]:
@@ -159,7 +165,7 @@ def _slowdowns(
     rates = {
         rule: flop_equivalent(works[rule]) / record["work_ratio"] / record["wall_s"]
         for rule, record in measured.items()
-        if rule in works and record["item"] == largest[rule]
+        if rule in works and _current(record, largest[rule])
     }
     if not rates:
         return {}
