@@ -43,7 +43,7 @@ from transformer_stability.apjn.measured_tables import (
     width_table,
 )
 from transformer_stability.apjn.training import train_table
-from transformer_stability.cluster_plan import plan, preset_config
+from transformer_stability.cluster_plan import duration, plan, preset_config
 from transformer_stability.counting.training_tables import training_table
 from transformer_stability.device import resolve_device
 from transformer_stability.numerics.gpt2_tables import attention_rows, group_tables, sources_rows
@@ -214,10 +214,6 @@ def _mib(value: float | None) -> str:
     return "" if value is None else f"{value:,.0f} MiB"
 
 
-def _time(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 3600:.2f} h"
-
-
 def table_row(row: dict[str, Any]) -> str:
     if "timeout" in row:
         return f"| `{row['rule']}` | `{row['item']}` | over {row['timeout']:.0f} s (stopped) |"
@@ -226,7 +222,7 @@ def table_row(row: dict[str, Any]) -> str:
         f"| `{row['rule']}` | `{row['item']}` | {row['form']} | {row['wall_s']:.1f} s "
         f"({row['cpu_s']:.1f} CPU s) | {_mib(row['host_mib'])} (predicted "
         f"{_mib(row['predicted_host_mib'])}){gpu if row['gpu_mib'] is not None else ''} | "
-        f"x {row['work_ratio']:.3g}: {_time(row['paper_wall_s'])} | "
+        f"x {row['work_ratio']:.3g}: {duration(row['paper_wall_s'])} | "
         f"{_mib(row['paper_host_mib'])} |"
     )
 

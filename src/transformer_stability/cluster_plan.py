@@ -177,7 +177,8 @@ def _gb(mib: float) -> str:
     return f"{mib * 2**20 / 1e9:.1f}"
 
 
-def _minutes(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """Seconds as the plan's tables write them: s, min, or h from two hours."""
     if seconds >= 7200:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
@@ -202,7 +203,7 @@ def table(plans: list[RulePlan]) -> str:
         over = " (over the limit: to be split)" if p.minutes > LIMIT_MIN else ""
         lines.append(
             f"| `{p.rule}` | {p.jobs} | `{p.largest}` | {p.work.what} | "
-            f"{p.work.flop:.2g}{steps} | {p.slowdown:.2g} | {_minutes(p.seconds)} | "
+            f"{p.work.flop:.2g}{steps} | {p.slowdown:.2g} | {duration(p.seconds)} | "
             f"{p.minutes} min{over} |"
         )
     estimated = sum(p.total_seconds for p in plans) / 3600
@@ -227,7 +228,7 @@ def table(plans: list[RulePlan]) -> str:
         m = p.measured
         form = "not measured" if m is None else m["form"]
         peak = "" if m is None else (f"{_gb(m['host_mib'])} GB ({_gb(m['predicted_host_mib'])})")
-        cpu = "" if m is None else _minutes(m["paper_wall_s"])
+        cpu = "" if m is None else duration(m["paper_wall_s"])
         lines.append(
             f"| `{p.rule}` | {form} | {peak} | {p.host_bytes / 1e9:.1f} GB | "
             f"{p.mem_mb // 1000} GB | {p.gpu_bytes / 1e9:.1f} GB | {cpu} |"

@@ -112,6 +112,11 @@ def gpu_bytes(work: Work) -> float:
     return work.memory_bytes + CUDA_CONTEXT_BYTES
 
 
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per number of a config's dtype name (float32 or float64)."""
+    return 8 if dtype == "float64" else 4
+
+
 def block_activations(tokens: int, width: int, heads: int, mlp_ratio: float = 4.0) -> float:
     """Numbers one transformer block keeps for its backward pass (or computes in one forward-mode
     pass) per sequence: the inputs of its two norms, Q, K, V, the attention output and its

@@ -11,6 +11,7 @@ from transformer_stability.work import (
     TRAIN_FACTOR,
     Work,
     block_activations,
+    dtype_bytes,
     transformer_flop,
     transformer_parameters,
 )
@@ -38,27 +39,30 @@ def forward_flop(spec: ViTSpec) -> float:
     return transformer_flop(spec.depth, spec.width, spec.n_tokens, spec.mlp_ratio)
 
 
-def _dtype_bytes(dtype: str) -> int:
-    return 8 if dtype == "float64" else FLOAT32_BYTES
+def _piece_bytes(spec: ViTSpec, chunk_blocks: int, dtype: str) -> float:
+    """One piece of a model built chunk_blocks blocks at a time, in `dtype`, and the block
+    being built beside it (in float32 on the host)."""
+    piece = transformer_parameters(min(chunk_blocks, spec.depth), spec.width, spec.mlp_ratio)
+    built = transformer_parameters(1, spec.width, spec.mlp_ratio)
+    return dtype_bytes(dtype) * piece + FLOAT32_BYTES * built
 
 
 def _measured_bytes(spec: ViTSpec, settings: MeasureSettings, samples: int) -> float:
-    """Peak of one measurement (apjn/measure.py): one piece of chunk_blocks blocks (and the block
-    being built, in float32 on the host), the residuals its backward pass keeps for the samples
-    of one pass, one block's P-wide forward-mode or pullback intermediates for them, and the
-    tangents or cotangents (two copies) and piece-entering states of every sample."""
+    """Peak of one measurement (apjn/measure.py): one piece (`_piece_bytes`), the residuals its
+    backward pass keeps for the samples of one pass, one block's P-wide forward-mode or pullback
+    intermediates for them, and the tangents or cotangents (two copies) and piece-entering
+    states of every sample."""
     piece = min(settings.chunk_blocks, spec.depth)
     n, d = spec.n_tokens, spec.width
     block = block_activations(n, d, spec.heads, spec.mlp_ratio)
     per_pass = min(samples, max(1, settings.chunk_size // settings.probes))
     pieces = -(-spec.depth // piece)
     numbers = (
-        transformer_parameters(piece, d, spec.mlp_ratio)
-        + per_pass * (piece + settings.probes) * block
+        per_pass * (piece + settings.probes) * block
         + (2 * settings.probes + pieces + 2) * samples * n * d
     )
-    built = FLOAT32_BYTES * transformer_parameters(1, d, spec.mlp_ratio)
-    return _dtype_bytes(settings.dtype) * numbers + built
+    held = _piece_bytes(spec, settings.chunk_blocks, settings.dtype)
+    return held + dtype_bytes(settings.dtype) * numbers
 
 
 def _probe_work(spec: ViTSpec, passes: int, what: str, memory: float) -> Work:
@@ -102,9 +106,8 @@ def finite_n_work(item: FiniteNItem) -> Work:
         for n in item.token_counts
     )
     what = f"2 inputs x {item.probes} probes, N = {item.token_counts}"
-    piece = transformer_parameters(min(item.chunk_blocks, spec.depth), spec.width, spec.mlp_ratio)
-    built = FLOAT32_BYTES * transformer_parameters(1, spec.width, spec.mlp_ratio)
-    return Work(flop, what=what, memory_bytes=_dtype_bytes(item.dtype) * piece + built)
+    memory = _piece_bytes(spec, item.chunk_blocks, item.dtype)
+    return Work(flop, what=what, memory_bytes=memory)
 
 
 def train_work(item: TrainItem) -> Work:

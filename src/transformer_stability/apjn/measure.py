@@ -111,7 +111,7 @@ class ForwardPass:
 def forward_pass(blocks: Blocks, x0: torch.Tensor, keep: Sequence[int] = ()) -> ForwardPass:
     """Run x0 (S, N, d) through the stack a piece at a time: (q, p) at every block, x^b at the
     start of every piece and at every b of `keep`, nothing else."""
-    x, stats, states = x0, [token_statistics(x0)], {0: x0}
+    x, stats, states = x0, [token_statistics(x0)], {}
     for piece in blocks.pieces():
         states[piece.start] = x
         for b, block in enumerate(blocks.piece(piece), piece.start + 1):

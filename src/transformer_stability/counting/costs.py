@@ -5,7 +5,7 @@ models out of the jobs' code inputs)."""
 from __future__ import annotations
 
 from transformer_stability.counting.items import TrainItem
-from transformer_stability.work import TRAIN_FACTOR, Work
+from transformer_stability.work import TRAIN_FACTOR, Work, dtype_bytes
 
 
 def train_work(item: TrainItem) -> Work:
@@ -19,5 +19,5 @@ def train_work(item: TrainItem) -> Work:
     classes = item.length + 1 if item.readout == "classification" else 1
     per_step = runs * points * (20 + 2 * classes) * item.width
     what = f"{runs} runs x {item.steps} steps, {points} points, {item.readout}"
-    size = 8 if item.dtype == "float64" else 4
-    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what, size * per_step)
+    memory = dtype_bytes(item.dtype) * per_step
+    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what, memory)

@@ -12,7 +12,12 @@ from transformer_stability.numerics.items import (
     storage_format,
 )
 from transformer_stability.numerics.spec import GPT2Spec
-from transformer_stability.work import Work, block_activations, transformer_flop
+from transformer_stability.work import (
+    Work,
+    block_activations,
+    transformer_flop,
+    transformer_parameters,
+)
 
 FLOAT32, FLOAT64 = 4, 8
 STORAGE_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
@@ -21,7 +26,7 @@ STORAGE_BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
 def _blocks(spec: GPT2Spec) -> float:
     """Parameters of the model's blocks."""
     layers, width, _ = spec.shape()
-    return layers * 12.0 * width**2
+    return transformer_parameters(layers, width)
 
 
 def _copies(spec: GPT2Spec, bytes_per_parameter: float) -> float:
