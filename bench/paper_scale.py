@@ -35,13 +35,13 @@ from typing import Any
 
 import torch
 
-from transformer_stability.apjn.items import TrainData
 from transformer_stability.apjn.measured_tables import (
     curve_table,
     end_to_end_table,
     finite_n_table,
     width_table,
 )
+from transformer_stability.apjn.train_items import TrainData
 from transformer_stability.apjn.training import train_table
 from transformer_stability.cluster_plan import duration, plan, preset_config
 from transformer_stability.counting.training_tables import training_table

@@ -28,12 +28,29 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 from filelock import FileLock  # noqa: E402
 
+from transformer_stability.registry import SWEEPS  # noqa: E402
+
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 TINY_CORES = "2"  # the reference run's --cores: torch rules use as many threads
+# The sweeps the tiny run cuts in two jobs, as a default run cuts every sweep: the ones whose cut
+# a test changes (test_reproducibility recuts them into one job and kills one mid-sweep). Every
+# other sweep is one job there, which spares the suite a Python process (its imports) per sweep.
+CUT_IN_TWO = ("counting_training", "numerics_gpt2")
+
+
+def tiny_args(**cuts: int) -> list[str]:
+    """What a workflow run on the tiny run (or a copy of it) is given: the sweeps' cuts (`cuts`
+    changing some) and the config, last, so that a test's own config files may follow."""
+    jobs = {rule: 2 if rule in CUT_IN_TWO else 1 for rule in SWEEPS} | cuts
+    scatter = [f"{rule}={count}" for rule, count in jobs.items()]
+    return ["--set-scatter", *scatter, "--configfile", TINY]
+
+
+TINY_ARGS = tiny_args()
 # the system's Chromium, for the report's browser test (.ci/install-chromium installs it)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -101,7 +118,7 @@ class TinyRun:
 
 
 def _tiny_run_in(workdir: Path) -> TinyRun:
-    return TinyRun(workdir, run_snakemake(workdir, "--cores", TINY_CORES, "--configfile", TINY))
+    return TinyRun(workdir, run_snakemake(workdir, "--cores", TINY_CORES, *TINY_ARGS))
 
 
 @pytest.fixture(scope="session")

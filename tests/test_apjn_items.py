@@ -8,15 +8,15 @@ import pytest
 import torch
 from conftest import ROOT, deep_merge, load_yaml
 
+from transformer_stability.apjn.costs import train_work
 from transformer_stability.apjn.items import (
     curve_items,
     depth_items,
     sensitivity_items,
-    train_items,
-    train_work,
     width_items,
 )
 from transformer_stability.apjn.measured_tables import end_to_end_table
+from transformer_stability.apjn.train_items import train_items
 from transformer_stability.apjn.training import segment_end, train_table
 from transformer_stability.config import validate_config
 from transformer_stability.work import LIMIT_MIN, request_minutes

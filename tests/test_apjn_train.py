@@ -17,9 +17,9 @@ from transformer_stability.apjn.batched import (
     warmup_constant,
 )
 from transformer_stability.apjn.inputs import normalize, read_cifar100
-from transformer_stability.apjn.items import Schedule, TrainData, TrainItem
 from transformer_stability.apjn.models import build_vit
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
+from transformer_stability.apjn.train_items import Schedule, TrainData, TrainItem
 from transformer_stability.apjn.training import (
     GroupTraining,
     Instability,

@@ -15,13 +15,14 @@ import psutil
 import pytest
 from conftest import (
     ROOT,
-    TINY,
+    TINY_ARGS,
     TINY_CORES,
     announced_jobs,
     copy_of_run,
     result_tables,
     run_snakemake,
     sources_lock,
+    tiny_args,
 )
 
 from transformer_stability.registry import SWEEPS
@@ -30,11 +31,12 @@ from transformer_stability.tables import result
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
 
-# Sweeps recut into one chunk (the tiny run cuts each in two) and rerun alone, in a copy of the
-# tiny run: two whose jobs are cheap and whose cut matters. Study C's training puts one item in
-# its first chunk and three in its second, so one chunk trains them in another order and after
-# another item in the same process; Study N's GPT-2 runs interleave the models' items by cost and
-# write two tables per chunk, so one chunk builds each model once for all its items.
+# Sweeps recut into one chunk (the tiny run cuts them in two: conftest.CUT_IN_TWO) and rerun
+# alone, in a copy of the tiny run: two whose jobs are cheap and whose cut matters. Study C's
+# training puts one item in its first chunk and three in its second, so one chunk trains them in
+# another order and after another item in the same process; Study N's GPT-2 runs interleave the
+# models' items by cost and write two tables per chunk, so one chunk builds each model once for
+# all its items.
 RECUT = ("counting_training", "numerics_gpt2")
 
 
@@ -55,8 +57,7 @@ def test_a_sweep_recut_into_one_chunk_writes_identical_tables(tmp_path, tiny_run
             shutil.rmtree(items)
             tables.append(result(model))
             (workdir / tables[-1]).unlink()
-    args = ["--cores", TINY_CORES, "--configfile", TINY]
-    args += ["--set-scatter", *(f"{rule}=1" for rule in RECUT)]
+    args = ["--cores", TINY_CORES, *tiny_args(**dict.fromkeys(RECUT, 1))]
     recut = run_snakemake(workdir, *args, "--", *tables)
     assert recut.returncode == 0, recut.stderr[-3000:]
     jobs = _jobs(recut.stdout + recut.stderr)
@@ -119,7 +120,7 @@ def test_a_run_killed_mid_sweep_redoes_only_the_killed_chunk(tmp_path, tiny_run)
     chunks = sorted(path.stem for path in items.glob("*.csv"))
     shutil.rmtree(items)
     (workdir / table).unlink()
-    args = ["--cores", "1", "--configfile", TINY]
+    args = ["--cores", "1", *TINY_ARGS]
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
     cmd += ["--directory", str(workdir), *args, "--", table]
     log_path = tmp_path / "killed_run.log"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import (
     ROOT,
-    TINY,
+    TINY_ARGS,
     TINY_CORES,
     announced_jobs,
     copy_of_run,
@@ -43,7 +43,7 @@ def edited(module: str):
 
 def planned(workdir: Path, *configfiles: str) -> list[tuple[str, dict[str, str]]]:
     """The jobs a dry run of the tiny config (plus `configfiles`) plans, `all` left out."""
-    args = ["-n", "--cores", TINY_CORES, "--configfile", TINY, *configfiles]
+    args = ["-n", "--cores", TINY_CORES, *TINY_ARGS, *configfiles]
     result = run_snakemake(workdir, *args)
     assert result.returncode == 0, result.stderr[-3000:]
     return [job for job in announced_jobs(result.stdout) if job[0] != "all"]
@@ -190,7 +190,7 @@ def _run_in_checkout(checkout: Path, *args: str) -> subprocess.CompletedProcess:
     """Snakemake started in `checkout` as a user starts it there, importing its own package."""
     # a table rule and a sweep rule of the tiny config, seconds each
     until = ["--until", "apjn_theory_curves", "apjn_finite_n"]
-    command = [sys.executable, "-m", "snakemake", "--cores", TINY_CORES, "--configfile", TINY]
+    command = [sys.executable, "-m", "snakemake", "--cores", TINY_CORES, *TINY_ARGS]
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
     result = subprocess.run(
         [*command, *until, *args], capture_output=True, text=True, cwd=checkout, env=env

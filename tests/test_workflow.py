@@ -6,13 +6,12 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, copy_of_run, load_yaml, run_snakemake
+from conftest import ROOT, TINY_ARGS, copy_of_run, load_yaml, run_snakemake
 
 from transformer_stability.plotting import listed_code
 from transformer_stability.registry import FIGURES as REGISTRY
 
 FIGURES = [figure.pdf for figure in REGISTRY.values()]
-TINY = str(ROOT / "tests" / "configs" / "tiny.yaml")
 
 
 def test_dry_run_lists_every_figure_target(tmp_path):
@@ -98,11 +97,11 @@ def test_tiny_run_writes_every_figure_and_table_then_is_up_to_date(tiny_run, tmp
     assert len(training) == 24 and not training["diverged"].any()
 
     workdir = copy_of_run(tiny_run, tmp_path / "run")  # the shared run stays as it was made
-    again = run_snakemake(workdir, "--cores", "2", "--configfile", TINY)
+    again = run_snakemake(workdir, "--cores", "2", *TINY_ARGS)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
 
-    report = run_snakemake(workdir, "--configfile", TINY, "--report", "report.html")
+    report = run_snakemake(workdir, *TINY_ARGS, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workdir / "report.html").read_text(errors="replace")
     for figure in FIGURES:

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
         EndToEndItem,
         FiniteNItem,
         MeasureSettings,
-        TrainItem,
         WidthItem,
     )
     from transformer_stability.apjn.spec import ViTSpec
+    from transformer_stability.apjn.train_items import TrainItem
 
 
 def forward_flop(spec: ViTSpec) -> float:

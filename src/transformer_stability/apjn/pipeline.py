@@ -13,7 +13,6 @@ from transformer_stability.apjn.items import (
     curve_items,
     end_to_end_items,
     finite_n_items,
-    train_items,
     width_items,
 )
 from transformer_stability.apjn.tables import (
@@ -37,6 +36,7 @@ from transformer_stability.apjn.tables import (
     WidthExcess,
     WidthSlopes,
 )
+from transformer_stability.apjn.train_items import train_items
 from transformer_stability.plotting import figures_in
 from transformer_stability.study import Study
 from transformer_stability.sweeps import Sweep

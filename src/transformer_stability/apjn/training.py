@@ -29,12 +29,13 @@ from transformer_stability.apjn.inputs import (
     normalize,
     read_cifar100,
 )
-from transformer_stability.apjn.items import Schedule, TrainData, TrainItem, Variant
+from transformer_stability.apjn.items import Variant
 from transformer_stability.apjn.measure import forward_apjn, gaussian_probes, token_statistics
 from transformer_stability.apjn.models import build_vit, mean_field_from_model
 from transformer_stability.apjn.spec import ViTSpec, resolve_init_std
 from transformer_stability.apjn.tables import Trainability
 from transformer_stability.apjn.theory import end_to_end_log_apjn
+from transformer_stability.apjn.train_items import Schedule, TrainData, TrainItem
 from transformer_stability.tables import select
 
 log = logging.getLogger(__name__)
