@@ -34,3 +34,31 @@ def test_points_of_one_class_share_a_head():
     with |h| <= 2, h(1) >= delta, h(2) <= -delta, so 2 >= h(0) = 2 h(1) - h(2) >= 3 delta."""
     x = np.array([[0.0], [1.0], [2.0]])
     assert best_head_margin(x, np.array([0, 0, 1]), 2) == pytest.approx(2 / 3)
+
+
+def test_float32_representations_are_solved_in_float64():
+    """A trained model's representations arrive in float32: they are cast to float64 before the
+    reduction and the LP, so the margin is the float64 input's to the last bit."""
+    rng = np.random.default_rng(1)
+    line = np.arange(7, dtype=float)[:, None]
+    embedded = (line @ rng.standard_normal((1, 5)) + 0.3 * rng.standard_normal((7, 5))) / 3
+    single = embedded.astype(np.float32)
+    classes = np.arange(7)
+    assert best_head_margin(single, classes, 7) == best_head_margin(
+        single.astype(np.float64), classes, 7
+    )
+
+
+def test_a_representation_of_any_size_keeps_its_directions():
+    """The rank cut is relative to the largest singular value: the line in R^6 shrunk to 1e-8
+    (singular values about 1e-7) keeps its direction and its margin."""
+    rng = np.random.default_rng(2)
+    line = np.arange(5, dtype=float)[:, None]
+    embedded = 1e-8 * (line @ rng.standard_normal((1, 6)) + rng.standard_normal(6))
+    assert best_head_margin(embedded, np.arange(5), 5) == pytest.approx(2 / 16)
+
+
+def test_identical_points_of_two_classes_leave_no_margin():
+    """One representation for both counts: no head tells them apart, so the best margin is 0."""
+    same = np.ones((2, 3))
+    assert best_head_margin(same, np.array([0, 1]), 2) == pytest.approx(0.0, abs=1e-12)

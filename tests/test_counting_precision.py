@@ -3,6 +3,7 @@ error: classification stores (L+1)(d+1) head numbers and needs a relative margin
 cannot resolve at L = 64, while regression's margin shrinks only as 1/L; softmax regression's
 best error falls with B but never reaches 0, linear attention's is 0 at sqrt(2)."""
 
+import dataclasses
 import math
 
 import pytest
@@ -34,6 +35,35 @@ def test_float32_loses_the_classification_grid_where_the_margin_drops_below_its_
         construct(ModelSpec("post_learned", "regression", 8, 64)), torch.float32
     )
     assert regression["accuracy"] == 1.0 and regression["relative_margin"] > 2.0**-16
+
+
+def _with_head(found, weights, biases):
+    """The construction with its classification head replaced."""
+    params = dataclasses.replace(found.params, head_w=weights, head_b=biases)
+    return dataclasses.replace(found, params=params)
+
+
+def test_the_relative_margin_does_not_depend_on_the_scale_of_the_logits():
+    """Scaling every head row by 1e-3 scales the margin and the largest logit alike (below 1):
+    the grid is still counted exactly and the relative margin is the same."""
+    found = construct(ModelSpec("post_learned", "classification", 8, 6))
+    small = _with_head(found, 1e-3 * found.params.head_w, 1e-3 * found.params.head_b)
+    full, scaled = grid_margins(found, torch.float64), grid_margins(small, torch.float64)
+    assert full["accuracy"] == scaled["accuracy"] == 1.0
+    assert scaled["output_scale"] == pytest.approx(1e-3 * full["output_scale"], rel=1e-12)
+    assert scaled["output_scale"] < 1.0
+    assert scaled["relative_margin"] == pytest.approx(full["relative_margin"], rel=1e-9)
+
+
+def test_tied_logits_count_no_point_and_have_no_relative_margin():
+    """Every class given the same head row: every logit ties with the true one, a margin of
+    exactly 0, which counts no point exactly and leaves the relative margin undefined."""
+    found = construct(ModelSpec("post_learned", "classification", 8, 6))
+    weights, biases = found.params.head_w, found.params.head_b
+    tied = _with_head(found, weights[:, :1].expand_as(weights), biases[:, :1].expand_as(biases))
+    margins = grid_margins(tied, torch.float64)
+    assert margins["accuracy"] == 0.0 and margins["margin"] == 0.0
+    assert margins["output_scale"] > 0 and math.isnan(margins["relative_margin"])
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ def grid_points(length: int) -> tuple[np.ndarray, np.ndarray]:
 def balanced_weights(c: np.ndarray, length: int) -> np.ndarray:
     """Weights summing to 1 in which every count value 0..L carries the same total weight, on
     any set of points holding every count (the whole grid: 1 / ((L+1)(L+1-c)))."""
-    return 1.0 / ((length + 1) * np.bincount(c, minlength=length + 1)[c])
+    return 1.0 / ((length + 1) * np.bincount(c)[c])
 
 
 def extreme_points(length: int) -> tuple[np.ndarray, np.ndarray]:
