@@ -8,18 +8,22 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_stability.counting import training
 from transformer_stability.counting.constructions import construct
 from transformer_stability.counting.grid import grid_points
-from transformer_stability.counting.model import ModelSpec
+from transformer_stability.counting.model import ModelSpec, grid_forward
+from transformer_stability.counting.precision import grid_margins
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
     TrainConfig,
+    cosine_lr,
     evaluate,
     float32_accuracy,
     init_params,
     line_head_margin,
     logit_margins,
     logit_scale_at,
+    p_at,
     p_mean_error,
     project,
     train_runs,
@@ -139,3 +143,123 @@ def test_p_mean_error_approaches_the_largest_error_and_logit_margins_sign_exactn
     assert p_mean_error(out, c, w, 4096.0).item() == pytest.approx(0.4, rel=1e-3)
     logits = torch.tensor([[[2.0, 1.0, 0.0], [0.0, 1.0, 1.5]]], dtype=torch.float64)
     np.testing.assert_allclose(logit_margins(logits, torch.tensor([0, 1])).numpy(), [[1.0, -0.5]])
+
+
+def test_schedules_run_from_their_start_to_their_end():
+    """The loss exponent and the logit scale ramp geometrically from start (step 0) to end (the
+    last step), through the geometric mean halfway; the rate decays by a cosine from 1 to its
+    final fraction, half-way at half the steps."""
+    assert p_at(0, 11, 2.0, 32.0) == pytest.approx(2.0)
+    assert p_at(5, 11, 2.0, 32.0) == pytest.approx(8.0)
+    assert p_at(10, 11, 2.0, 32.0) == pytest.approx(32.0)
+    assert p_at(0, 1, 2.0, 32.0) == pytest.approx(2.0)  # one step: the start
+    assert p_at(1, 2, 2.0, 32.0) == pytest.approx(32.0)  # two steps: start, then end
+    end = torch.tensor([9.0, 100.0])
+    assert torch.allclose(logit_scale_at(4, 5, 1.0, end), end, rtol=1e-12)
+    assert torch.allclose(logit_scale_at(2, 5, 1.0, end), end.sqrt(), rtol=1e-12)
+    assert torch.allclose(logit_scale_at(1, 2, 1.0, end), end, rtol=1e-12)
+    assert cosine_lr(0, 100, 0.1) == pytest.approx(1.0)
+    assert cosine_lr(50, 100, 0.1) == pytest.approx(0.55)
+    assert cosine_lr(100, 100, 0.1) == pytest.approx(0.1)
+    assert cosine_lr(25, 100, 0.1) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.sqrt(0.5)))
+
+
+def test_the_p_mean_is_per_run_and_survives_a_large_exponent():
+    """Two runs whose errors differ by a factor 10^6: each run's p-mean is its own
+    (sum w |e|^p)^(1/p), so the second is 10^-6 times the first, at p = 64 too, where a scale
+    shared by the runs would underflow the smaller one to 0."""
+    c = torch.tensor([0, 1, 2, 3])
+    errors = torch.tensor([[0.1, 0.2, 0.3, 0.4], [1e-7, 2e-7, 3e-7, 4e-7]], dtype=torch.float64)
+    out = c.to(torch.float64) + errors
+    w = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    for p in (2.0, 64.0):
+        means = p_mean_error(out, c, w, p)
+        assert means[0] == pytest.approx(float(((w * errors[0] ** p).sum()) ** (1 / p)), rel=1e-12)
+        assert means[1] == pytest.approx(1e-6 * float(means[0]), rel=1e-6)
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_evaluate_reads_exactness_per_run_and_count(readout):
+    """An exact construction and, beside it, copies that fail somewhere (regression: b0 shifted
+    by 0.3 and 0.45; classification: class 3's bias raised by 1): every metric against a direct
+    computation on the grid_forward outputs, and the exact run's relative margin against
+    precision.grid_margins (another code path)."""
+    spec = ModelSpec("post_learned", readout, 8, 6)
+    found = construct(spec)
+    if readout == "regression":
+        shifted = found.params.map(lambda t: torch.cat([t, t, t]))
+        shifted.b0[1] += 0.3
+        shifted.b0[2] += 0.45
+    else:
+        shifted = found.params.map(lambda t: torch.cat([t, t]))
+        shifted.head_b[1, 3] += 1.0  # class 3 wins where its logit was close
+    c, m = (torch.from_numpy(a) for a in grid_points(spec.length))
+    metrics = evaluate(spec, shifted, c, m)
+    out = grid_forward(spec, shifted, c, m)
+    if readout == "regression":
+        error = (out - c).abs()
+        correct = (error < 0.5).numpy()
+        np.testing.assert_allclose(metrics["max_error"], error.amax(1).numpy(), rtol=1e-12)
+        gap = 0.5 - error.amax(1)
+        assert np.isnan(metrics["logit_margin"]).all()
+    else:
+        correct = (out.argmax(-1) == c).numpy()
+        gap = logit_margins(out, c).amin(1)
+        np.testing.assert_allclose(metrics["logit_margin"], gap.numpy(), rtol=1e-12)
+        assert np.isnan(metrics["max_error"]).all()
+    scale = out.abs().reshape(len(gap), -1).amax(1)
+    relative = np.where(gap.numpy() > 0, (gap / scale).numpy(), np.nan)
+    np.testing.assert_allclose(metrics["relative_margin"], relative, rtol=1e-12)
+    np.testing.assert_array_equal(metrics["accuracy"], correct.mean(1))
+    counts = c.numpy()
+    per_count = np.stack([correct[:, counts == k].mean(1) for k in range(7)], 1)
+    np.testing.assert_allclose(metrics["balanced_accuracy"], per_count.mean(1), rtol=1e-15)
+    first = [np.flatnonzero(row < 1)[0] if (row < 1).any() else np.nan for row in per_count]
+    np.testing.assert_array_equal(metrics["first_failing_count"], np.array(first, float))
+    assert metrics["accuracy"][0] == 1.0 and np.isnan(metrics["first_failing_count"][0])
+    assert (metrics["accuracy"][1:] < 1.0).all()  # the shifted runs fail somewhere
+    failing = shifted.map(lambda t: t[1:])
+    assert evaluate(spec, failing, c, m)["first_failing_count"].dtype == np.float64
+    reference = grid_margins(found, torch.float64)
+    assert metrics["relative_margin"][0] == pytest.approx(reference["relative_margin"], rel=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_initial_vectors_have_unit_entries_and_the_read_out_unit_norm(readout, dtype):
+    """Over 200 seeds at d = 8: e_q, e_a and e_b have entries of variance 1, the read-out's
+    (u, or every head row) variance 1/d, so a read-out vector has norm about 1; gains start at
+    1 and biases at 0, in the dtype asked for."""
+    spec = ModelSpec("post_learned", readout, 8, 6)
+    params = init_params(spec, list(range(200)), dtype, "cpu")
+    for name in ("e_q", "e_a", "e_b"):
+        assert getattr(params, name).std().item() == pytest.approx(1.0, rel=0.1), name
+    head = params.u if readout == "regression" else params.head_w
+    assert head.std().item() == pytest.approx(1 / math.sqrt(8), rel=0.1)
+    assert params.gamma.eq(1).all() and params.beta.eq(0).all()
+    bias = params.b0 if readout == "regression" else params.head_b
+    assert bias.eq(0).all()
+    assert all(t.dtype == dtype for t in params.tensors().values())
+
+
+def test_a_training_steps_its_schedules_from_the_first_step_to_the_last(monkeypatch):
+    """The loss exponent, the logit scale and the rate are read at steps 0 .. steps - 1, once
+    each, in order (each ramp then starts at its start and ends at its end)."""
+    calls = {"p": [], "scale": [], "lr": []}
+
+    def recording(name, function):
+        def call(step, *args):
+            calls[name].append(step)
+            return function(step, *args)
+
+        return call
+
+    monkeypatch.setattr(training, "p_at", recording("p", training.p_at))
+    monkeypatch.setattr(training, "logit_scale_at", recording("scale", training.logit_scale_at))
+    monkeypatch.setattr(training, "cosine_lr", recording("lr", training.cosine_lr))
+    for readout, schedule in (("regression", "p"), ("classification", "scale")):
+        calls = {name: [] for name in calls}
+        spec = ModelSpec("post_learned", readout, 4, 4)
+        train_runs(spec, [2.0], [0], TrainConfig(steps=7))
+        assert calls[schedule] == list(range(7)), readout
+        assert calls["lr"] == list(range(7)), readout
