@@ -263,3 +263,11 @@ def test_a_training_steps_its_schedules_from_the_first_step_to_the_last(monkeypa
         train_runs(spec, [2.0], [0], TrainConfig(steps=7))
         assert calls[schedule] == list(range(7)), readout
         assert calls["lr"] == list(range(7)), readout
+
+
+def test_a_training_with_a_progress_bar_trains_the_same():
+    spec = ModelSpec("post_learned", "regression", 4, 4)
+    quiet, _ = train_runs(spec, [2.0], [0], TrainConfig(steps=5))
+    shown, _ = train_runs(spec, [2.0], [0], TrainConfig(steps=5), progress=True)
+    for key, values in quiet.items():
+        np.testing.assert_array_equal(shown[key], values, err_msg=key)
