@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import (
+    CUT_IN_TWO,
     ROOT,
     TINY_ARGS,
     TINY_CORES,
@@ -31,13 +32,13 @@ from transformer_stability.tables import result
 PROVENANCE = {"seed", "device", "dtype", "versions"}
 
 
-# Sweeps recut into one chunk (the tiny run cuts them in two: conftest.CUT_IN_TWO) and rerun
-# alone, in a copy of the tiny run: two whose jobs are cheap and whose cut matters. Study C's
-# training puts one item in its first chunk and three in its second, so one chunk trains them in
-# another order and after another item in the same process; Study N's GPT-2 runs interleave the
-# models' items by cost and write two tables per chunk, so one chunk builds each model once for
-# all its items.
-RECUT = ("counting_training", "numerics_gpt2")
+# Sweeps recut into one chunk and rerun alone, in a copy of the tiny run: the two the tiny run
+# cuts in two (conftest.CUT_IN_TWO, for these tests), whose jobs are cheap and whose cut
+# matters. Study C's training puts one item in its first chunk and three in its second, so one
+# chunk trains them in another order and after another item in the same process; Study N's
+# GPT-2 runs interleave the models' items by cost and write two tables per chunk, so one chunk
+# builds each model once for all its items.
+RECUT = CUT_IN_TWO
 
 
 @pytest.mark.slow
