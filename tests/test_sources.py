@@ -1,6 +1,7 @@
 """Rules list the package modules their scripts import (transformer_stability.code_inputs),
 so reruns follow code edits: these closures decide which jobs an edit reruns."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,32 @@ def test_figures_are_found_one_per_module_in_the_natural_order_of_their_codes(
     stray = _package(tmp_path, {**modules, "colours": "WIDTH = 3\n"})
     with pytest.raises(TypeError, match=f"{stray}.colours"):
         figures_in(stray)
+
+
+def test_stored_imports_count_only_for_the_content_they_were_read_from(tmp_path, monkeypatch):
+    """Each start keeps what a file imports, keyed by the file's content: a stored entry is
+    used while the file is unchanged, an edited file is parsed again, and the store a start
+    leaves behind lets the next one skip the parse."""
+    from transformer_stability import code_inputs
+
+    monkeypatch.setattr(code_inputs, "_store_path", lambda: tmp_path / "store.json")
+    code_inputs._store.cache_clear()
+    source = tmp_path / "script.py"
+    source.write_text("from transformer_stability.apjn import measure\n")
+
+    def imports() -> frozenset[str]:
+        code_inputs._imports.cache_clear()
+        code_inputs._store.cache_clear()  # read again, as a new start reads it
+        return code_inputs._imports(source, "")
+
+    parsed = imports()
+    assert parsed == {"transformer_stability.apjn", "transformer_stability.apjn.measure"}
+    store = json.loads((tmp_path / "store.json").read_text())
+    (entry,) = store.values()
+    entry[1] = ["transformer_stability.stored"]  # what a start would use instead of parsing
+    (tmp_path / "store.json").write_text(json.dumps(store))
+    assert imports() == {"transformer_stability.stored"}
+    source.write_text("import transformer_stability.numerics\n")
+    assert imports() == {"transformer_stability.numerics"}
+    code_inputs._imports.cache_clear()
+    code_inputs._store.cache_clear()

@@ -4,7 +4,9 @@ Snakemake reruns a job when an input is newer than its outputs. Listing the pack
 rule's script imports (transitively, within this package) as that rule's inputs makes reruns
 follow code edits precisely: editing `apjn/measure.py` reruns the APJN measurements and nothing
 else, editing a figure module reruns only its plots. Imports are read statically (`ast`), so
-nothing is imported to find them and a module imported inside a function counts too.
+nothing is imported to find them and a module imported inside a function counts too. What a
+file imports is kept beside the package's bytecode, keyed by the file's content, since every
+Snakemake start (each dry run) asks for it and parsing every module cost half a second.
 
 Snakemake also reruns a job whose set of input paths changed, so a file inside the working
 directory (the checkout, where a run starts) is named relative to it: a moved or copied checkout
@@ -14,8 +16,12 @@ keeps every job's inputs and replans nothing.
 from __future__ import annotations
 
 import ast
+import contextlib
+import hashlib
 import importlib.util
+import json
 import os
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -38,12 +44,10 @@ def _describes_only(name: str) -> bool:
     )
 
 
-@cache
-def _imports(path: Path, module: str) -> frozenset[str]:
-    """Modules of this package that the source file `path` (module `module`) imports. Cached:
-    one Snakemake start asks for the closures of some 50 rules, which share most modules."""
+def _parsed_imports(source: bytes, path: Path, module: str) -> frozenset[str]:
+    """Modules of this package that `source` (of file `path`, module `module`) imports."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(ast.parse(source, filename=str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -57,6 +61,47 @@ def _imports(path: Path, module: str) -> frozenset[str]:
     return frozenset(name for name in found if name == PACKAGE or name.startswith(f"{PACKAGE}."))
 
 
+def _store_path() -> Path:
+    return _package_root() / "__pycache__" / "code_inputs.json"
+
+
+@cache
+def _store() -> dict[str, list]:
+    """The imports found by earlier starts: {"module path": [content digest, imports]}."""
+    try:
+        return json.loads(_store_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_store() -> None:
+    """Write the store atomically (starts running side by side each write a whole one); where
+    the package's folder is read-only, nothing is kept and the next start parses again."""
+    path = _store_path()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as handle:
+            json.dump(_store(), handle)
+        os.replace(handle.name, path)
+
+
+@cache
+def _imports(path: Path, module: str) -> frozenset[str]:
+    """Modules of this package that the source file `path` (module `module`) imports. Cached:
+    one Snakemake start asks for the closures of some 50 rules, which share most modules, and
+    stored by content for the next start."""
+    source = path.read_bytes()
+    digest = hashlib.sha1(source).hexdigest()
+    key = f"{module} {path}"
+    stored = _store().get(key)
+    if stored is not None and stored[0] == digest:
+        return frozenset(stored[1])
+    found = _parsed_imports(source, path, module)
+    _store()[key] = [digest, sorted(found)]
+    _save_store()
+    return found
+
+
 @cache
 def _package_root() -> Path:
     spec = importlib.util.find_spec(PACKAGE)
@@ -64,6 +109,7 @@ def _package_root() -> Path:
     return Path(spec.origin).parent
 
 
+@cache
 def _module_file(name: str) -> Path | None:
     """The file of module `name` of this package; None for a name that is not a module."""
     parts = name.split(".")[1:]
@@ -98,8 +144,13 @@ def module_closure(*modules: str) -> tuple[str, ...]:
 
 def as_input(path: str | Path) -> str:
     """`path` relative to the working directory if it lies inside it, else as given."""
-    here, absolute = Path.cwd().resolve(), Path(path).resolve()
-    return os.path.relpath(absolute, here) if absolute.is_relative_to(here) else str(path)
+    return _relative_to(str(path), os.getcwd())
+
+
+@cache
+def _relative_to(path: str, cwd: str) -> str:
+    here, absolute = Path(cwd).resolve(), Path(path).resolve()
+    return os.path.relpath(absolute, here) if absolute.is_relative_to(here) else path
 
 
 def module_sources(*modules: str) -> list[str]:
