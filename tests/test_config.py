@@ -31,6 +31,14 @@ def test_partial_sections_get_their_defaults(schema):
     assert config["apjn"]["input"] == {"q0": 1.0, "p0": 0.2}
 
 
+def test_filled_defaults_are_copies_and_a_section_of_the_wrong_type_is_named(schema):
+    first, second = validate_config({}, schema), validate_config({}, schema)
+    first["apjn"]["variants"].append({"norm": "ln"})
+    assert second["apjn"]["variants"] != first["apjn"]["variants"]
+    with pytest.raises(ConfigError, match=r"config key 'apjn': 'wide' is not of type 'object'"):
+        validate_config({"apjn": "wide"}, schema)
+
+
 def _broken(default_config, path, value):
     config = copy.deepcopy(default_config)
     node = config

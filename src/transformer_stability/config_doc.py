@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from transformer_stability import config
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 COMMAND = "python -m transformer_stability.config_doc > config/README.md"
 
@@ -55,8 +57,7 @@ class Key:
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
-    with open(path) as handle:
-        return yaml.safe_load(handle)
+    return config.load_schema(path)
 
 
 def walk(node: dict[str, Any], prefix: str = "", in_list: bool = False) -> Iterator[Key]:
