@@ -6,7 +6,13 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from transformer_stability.sweeps import ITEM_COLUMN, chunk_items, gather_items, tag_item
+from transformer_stability.sweeps import (
+    ITEM_COLUMN,
+    chunk_items,
+    chunk_priorities,
+    gather_items,
+    tag_item,
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,15 @@ def test_chunks_of_costed_items_carry_about_equal_work():
     # the costliest first, each to the lighter chunk: 12 | 6, 5, 4 | 3, 2 to the 12 | 1
     assert [i.id for i in chunks["1-of-2"]] == ["p0", "p2", "p3"]  # each chunk in item order
     assert [i.id for i in chunks["2-of-2"]] == ["p1", "p4", "p5", "p6"]
+
+
+def test_costlier_chunks_get_higher_priorities_and_uncosted_sweeps_one():
+    cost = {"p0": 2.0**40, "p1": 3.0, "p2": 0.0, **{f"p{k}": 2.0**20 for k in range(3, 7)}}
+    chunks = {"heavy": ITEMS[:1], "light": ITEMS[1:2], "empty": ITEMS[2:3], "rest": ITEMS[3:]}
+    priorities = chunk_priorities(chunks, lambda item: cost[item.id])
+    # the bit length of each chunk's total: 2^40 -> 40, 3 -> 2, 0 -> at least 1, 4 x 2^20 -> 22
+    assert priorities == {"heavy": 40, "light": 2, "empty": 1, "rest": 22}
+    assert chunk_priorities(chunks) == dict.fromkeys(chunks, 1)
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5])

@@ -23,6 +23,23 @@ def test_dry_run_lists_every_figure_target(tmp_path):
     results = tmp_path / "results"
     written = {p.relative_to(results) for p in results.rglob("*") if p.is_file()}
     assert written and all(path.parts[0] == "settings" for path in written)
+    # the costliest chunks start first, and so do the rules whose files a chunk reads
+    priority = _priorities(result.stdout)
+    assert min(priority["apjn_curves"]) > max(priority["numerics_gpt2"]) > 1
+    assert min(priority["numerics_train"]) == max(priority["numerics_gpt2"])
+    assert min(priority["numerics_tokenizer"]) == max(priority["numerics_gpt2"])
+    assert set(priority["counting_theory"]) == {1}  # a sweep without a cost model
+    assert set(priority["figure"]) == set(priority["gather"]) == {0}
+
+
+def _priorities(output: str) -> dict[str, list[int]]:
+    """Each rule's job priorities as a dry run lists them (0 where a job names none)."""
+    found: dict[str, list[int]] = {}
+    for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.MULTILINE)[1:]:
+        rule = re.match(r"(?:local)?rule (\w+):", block).group(1)
+        value = re.search(r"^    priority: (\d+)$", block, re.MULTILINE)
+        found.setdefault(rule, []).append(int(value.group(1)) if value else 0)
+    return found
 
 
 def test_bad_config_stops_before_any_job(tmp_path):

@@ -16,6 +16,7 @@ column, so the gathered table does not depend on how the sweep was chunked.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -135,6 +136,19 @@ def chunk_items(
     return {
         f"{k + 1}-of-{count}": tuple(items[i] for i in sorted(m)) for k, m in enumerate(members)
     }
+
+
+def chunk_priorities(
+    chunked: Mapping[str, Sequence[T]], cost: Callable[[T], float] | None = None
+) -> dict[str, int]:
+    """Each chunk job's scheduling priority (Snakemake starts the ready jobs of the highest
+    first; every other rule has 0): the bit length of the chunk's total `cost`, so that a local
+    run starts its costliest chunks first and ends on short jobs, not on one long chunk beside
+    idle cores. A sweep without a cost model gets 1: after the costed ones, before the rest."""
+    if cost is None:
+        return dict.fromkeys(chunked, 1)
+    total = {name: sum(cost(item) for item in items) for name, items in chunked.items()}
+    return {name: max(1, math.ceil(math.log2(max(work, 1.0)))) for name, work in total.items()}
 
 
 def tag_item(table: pd.DataFrame, item: Item) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from transformer_stability.report import RECORD, record_config
 from transformer_stability.settings import config_slice, read_settings
 from transformer_stability.settings_inputs import record_settings, settings_path
 from transformer_stability.code_inputs import as_input, module_sources, script_sources
-from transformer_stability.sweeps import chunk_items, sweep_segments
+from transformer_stability.sweeps import chunk_items, chunk_priorities, sweep_segments
 from transformer_stability.tables import meta, result
 from transformer_stability.tables import below_results
 
@@ -57,12 +57,16 @@ def preflight():
         raise WorkflowError("\n".join(unusable))
 
 
+def chunk_cost(sweep):
+    """An item's arithmetic (FLOP), where the sweep declares a cost model."""
+    return (lambda item: sweep.work(item).flop) if sweep.work else None
+
+
 def chunks(sweep, items):
     """The sweep's items by chunk name, as many chunks as `scattergather` (or the profile's
     `set-scatter`) gives the sweep, at most one per item, of about equal arithmetic."""
     count = len(getattr(scatter, sweep.rule)("{scatteritem}"))
-    cost = (lambda item: sweep.work(item).flop) if sweep.work else None
-    return chunk_items(items, count, cost)
+    return chunk_items(items, count, chunk_cost(sweep))
 
 
 def code(script):
@@ -156,6 +160,15 @@ resource_scopes:
 # Gathered tables of the sweeps: "<study>/<table>" -> (chunk table pattern, item ids in sweep
 # order, chunk names), filled by workflow/rules/sweeps.smk; gather.smk makes one job of each.
 GATHERED = {}
+# outside input of a sweep (a file another rule makes) -> the highest priority of the chunks that
+# read it (sweeps.smk): its rule gets that priority too, so that a costly chunk does not wait
+# for a file whose rule is started last
+FEEDING = {}
+
+
+def feeding_priority(path):
+    """The priority of the rule that makes `path` (0 where no sweep reads it)."""
+    return FEEDING.get(path, 0)
 
 
 # What the plot job of a figure reads (figures.smk), and its report category, labels, caption.

@@ -53,6 +53,7 @@ rule numerics_tokenizer:
         tokenizer=directory("results/numerics/trained/tokenizer"),
         train="results/numerics/trained/train.txt",
         heldout="results/numerics/trained/heldout.txt",
+    priority: feeding_priority("results/numerics/trained/heldout.txt")
     log:
         "results/logs/numerics/tokenizer.log",
     benchmark:
@@ -76,6 +77,7 @@ rule numerics_train:
     output:
         models=directory("results/numerics/trained/models"),
         table=result(Gpt2Training),
+    priority: feeding_priority("results/numerics/trained/models")
     log:
         "results/logs/numerics/train.log",
     benchmark:

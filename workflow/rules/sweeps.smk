@@ -26,6 +26,11 @@ def resume_lookup(checkpoint, segment):
     return resume
 
 
+def priority_lookup(priorities):
+    """The job's chunk's priority (sweeps.chunk_priorities)."""
+    return lambda wildcards: priorities[wildcards.chunk]
+
+
 def segment_number(wildcards):
     return int(wildcards.segment)
 
@@ -36,6 +41,10 @@ for sweep in SWEEPS.values():
     section = settings[sweep_study(sweep).name]
     items = sweep.items(section, settings["seed"])
     chunked = chunks(sweep, items)
+    priorities = chunk_priorities(chunked, chunk_cost(sweep))
+    priority = priority_lookup(priorities)
+    for path in sweep.inputs(section):
+        FEEDING[path] = max(FEEDING.get(path, 0), *priorities.values())
     segments = sweep_segments(items)
     # stale chunks are known by the settings their gathered tables record (chunk tables record
     # only their rows): a changed setting reruns every chunk, then the gather
@@ -77,6 +86,7 @@ for sweep in SWEEPS.values():
             "../../envs/pipeline.yaml"
         resources:
             gpu=GPU_TOKENS if sweep.gpu else 0,
+        priority: priority
         params:
             chunk_items=chunk_lookup(chunked),
             device=settings["device"] if sweep.gpu else "cpu",
@@ -112,6 +122,7 @@ for sweep in SWEEPS.values():
                 "../../envs/pipeline.yaml"
             resources:
                 gpu=GPU_TOKENS if sweep.gpu else 0,
+            priority: priority
             params:
                 chunk_items=chunk_lookup(chunked),
                 device=settings["device"] if sweep.gpu else "cpu",
