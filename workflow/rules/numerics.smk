@@ -53,11 +53,11 @@ rule numerics_tokenizer:
         tokenizer=directory("results/numerics/trained/tokenizer"),
         train="results/numerics/trained/train.txt",
         heldout="results/numerics/trained/heldout.txt",
-    priority: feeding_priority("results/numerics/trained/heldout.txt")
     log:
         "results/logs/numerics/tokenizer.log",
     benchmark:
         "results/benchmarks/numerics/tokenizer.tsv"
+    priority: feeding_priority("results/numerics/trained/heldout.txt")
     conda:
         "../../envs/pipeline.yaml"
     params:
@@ -77,11 +77,11 @@ rule numerics_train:
     output:
         models=directory("results/numerics/trained/models"),
         table=result(Gpt2Training),
-    priority: feeding_priority("results/numerics/trained/models")
     log:
         "results/logs/numerics/train.log",
     benchmark:
         "results/benchmarks/numerics/train.tsv"
+    priority: feeding_priority("results/numerics/trained/models")
     conda:
         "../../envs/pipeline.yaml"
     params:

@@ -82,11 +82,11 @@ for sweep in SWEEPS.values():
             f"results/benchmarks/{sweep.rule}/{{chunk}}.tsv"
         wildcard_constraints:
             chunk=one_of(chunked),
+        priority: priority
         conda:
             "../../envs/pipeline.yaml"
         resources:
             gpu=GPU_TOKENS if sweep.gpu else 0,
-        priority: priority
         params:
             chunk_items=chunk_lookup(chunked),
             device=settings["device"] if sweep.gpu else "cpu",
@@ -118,11 +118,11 @@ for sweep in SWEEPS.values():
             wildcard_constraints:
                 chunk=one_of(chunked),
                 segment=one_of(map(str, range(1, segments))),
+            priority: priority
             conda:
                 "../../envs/pipeline.yaml"
             resources:
                 gpu=GPU_TOKENS if sweep.gpu else 0,
-            priority: priority
             params:
                 chunk_items=chunk_lookup(chunked),
                 device=settings["device"] if sweep.gpu else "cpu",
