@@ -109,6 +109,46 @@ def test_grid_errors_equal_the_forward_pass_in_any_chunking(readout):
         assert exact == (readout == "regression")
 
 
+@pytest.mark.parametrize("tau", [0.5, 2.0, 8.0])
+@pytest.mark.parametrize("q", [0.25, 1.0])
+@pytest.mark.parametrize("target", [-0.05, -1e-6, 1e-3, 0.7, 40.0])
+def test_the_offset_solves_its_equation_on_the_monotone_branch(q, tau, target):
+    """x with exp(q (x - q) / tau) (q + x) = target: beyond -q for a positive target (the
+    branch where the left side grows from 0), in [-q - tau / q, -q] for a negative one; None
+    where a negative target lies below the left side's minimum, -tau / q exp(-q^2 / tau - 1)."""
+    from transformer_stability.counting.constructions import _solve_offset
+
+    x = _solve_offset(q, target, tau)
+    lowest = -tau / q * math.exp(-(q**2) / tau - 1)
+    if target < lowest:
+        assert x is None
+        return
+    assert math.exp(q * (x - q) / tau) * (q + x) == pytest.approx(target, rel=1e-12, abs=1e-15)
+    if target > 0:
+        assert x > -q
+    else:
+        assert -q - tau / q <= x <= -q
+
+
+@pytest.mark.parametrize("wrong", [0, 5, -1], ids=["first", "early", "last"])
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 18])
+def test_grid_errors_see_a_miscount_at_any_grid_point_in_any_chunk(monkeypatch, wrong, chunk):
+    """One grid point counted wrong (by 1, regression) is found wherever it lies: the first
+    point, one in an early chunk, the last; the other points are exact."""
+    from transformer_stability.counting import constructions
+
+    found = construct(ModelSpec("pre_learned", "regression", 8, 12))
+    c_all, m_all = torch_grid(12)
+    index = wrong % len(c_all)
+
+    def counts(spec, params, c, m):
+        hit = (c == c_all[index]) & (m == m_all[index])
+        return (c.to(torch.float64) + hit.to(torch.float64),)
+
+    monkeypatch.setattr(constructions, "grid_forward", counts)
+    assert grid_errors(found, chunk=chunk) == (1.0, False)
+
+
 @pytest.mark.parametrize(("d", "norm"), [(8, math.sqrt(2)), (16, None), (256, None)])
 def test_linear_attention_construction_balances_its_bias_and_ignores_m(d, norm):
     """Smallest B with |b0| <= B: e_Q and u have norm B, |b0| = B, e_b = 0; the output is c
