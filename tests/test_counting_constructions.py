@@ -111,15 +111,15 @@ def test_grid_errors_equal_the_forward_pass_in_any_chunking(readout):
 
 @pytest.mark.parametrize("tau", [0.5, 2.0, 8.0])
 @pytest.mark.parametrize("q", [0.25, 1.0])
-@pytest.mark.parametrize("target", [-0.05, -1e-6, 1e-3, 0.7, 40.0])
+@pytest.mark.parametrize("target", [-0.3, -0.05, -1e-6, 1e-3, 0.7, 40.0])
 def test_the_offset_solves_its_equation_on_the_monotone_branch(q, tau, target):
     """x with exp(q (x - q) / tau) (q + x) = target: beyond -q for a positive target (the
     branch where the left side grows from 0), in [-q - tau / q, -q] for a negative one; None
-    where a negative target lies below the left side's minimum, -tau / q exp(-q^2 / tau - 1)."""
+    where a negative target lies below the left side's minimum, -tau / q exp(-2 q^2 / tau - 1)."""
     from transformer_stability.counting.constructions import _solve_offset
 
     x = _solve_offset(q, target, tau)
-    lowest = -tau / q * math.exp(-(q**2) / tau - 1)
+    lowest = -tau / q * math.exp(-2 * q**2 / tau - 1)
     if target < lowest:
         assert x is None
         return
