@@ -18,12 +18,12 @@ from typing import Any
 
 import pandas as pd
 
-from transformer_stability.resampling import percentile_bounds, unit_draws
+from transformer_stability.resampling import RESAMPLES, percentile_bounds, unit_draws
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
-RESAMPLES = 2000
-"""Resamples of a claim's bootstrap; read at each call, so a test of the claims' logic on small
-hand-made tables may lower it."""
+# RESAMPLES, the resamples of a claim's bootstrap (resampling's, the same for every interval of
+# the package), is read here at each call, so a test of the claims' logic on small hand-made
+# tables may lower it for the claims alone.
 
 
 def _g(value: float) -> str:
