@@ -74,9 +74,16 @@ def _store() -> dict[str, list]:
         return {}
 
 
+_unsaved: set[str] = set()  # keys parsed since the store was last written
+
+
 def _save_store() -> None:
-    """Write the store atomically (starts running side by side each write a whole one); where
-    the package's folder is read-only, nothing is kept and the next start parses again."""
+    """Write the store, if a file was parsed since it was last written, atomically (starts
+    running side by side each write a whole one); where the package's folder is read-only,
+    nothing is kept and the next start parses again."""
+    if not _unsaved:
+        return
+    _unsaved.clear()
     path = _store_path()
     with contextlib.suppress(OSError):
         path.parent.mkdir(exist_ok=True)
@@ -89,7 +96,7 @@ def _save_store() -> None:
 def _imports(path: Path, module: str) -> frozenset[str]:
     """Modules of this package that the source file `path` (module `module`) imports. Cached:
     one Snakemake start asks for the closures of some 50 rules, which share most modules, and
-    stored by content for the next start."""
+    stored by content for the next start (written once per request, `_save_store`)."""
     source = path.read_bytes()
     digest = hashlib.sha1(source).hexdigest()
     key = f"{module} {path}"
@@ -98,7 +105,7 @@ def _imports(path: Path, module: str) -> frozenset[str]:
         return frozenset(stored[1])
     found = _parsed_imports(source, path, module)
     _store()[key] = [digest, sorted(found)]
-    _save_store()
+    _unsaved.add(key)
     return found
 
 
@@ -155,7 +162,9 @@ def _relative_to(path: str, cwd: str) -> str:
 
 def module_sources(*modules: str) -> list[str]:
     """Source files of `modules` and of every package module they import."""
-    return [as_input(_module_file(name)) for name in module_closure(*modules)]
+    closure = module_closure(*modules)
+    _save_store()
+    return [as_input(_module_file(name)) for name in closure]
 
 
 def script_sources(script: str | Path) -> list[str]:
