@@ -182,11 +182,16 @@ def default_config() -> dict:
     return load_yaml(ROOT / "config.yaml")
 
 
+def job_blocks(output: str) -> list[tuple[str, str]]:
+    """(rule, its announcement's lines) of every job a Snakemake log (or dry run) announces."""
+    blocks = re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.MULTILINE)[1:]
+    return [(re.match(r"(?:local)?rule (\w+):", block).group(1), block) for block in blocks]
+
+
 def announced_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
     """(rule, wildcards) of every job a Snakemake log (or dry run) announces, in order."""
     jobs = []
-    for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.MULTILINE)[1:]:
-        rule = re.match(r"(?:local)?rule (\w+):", block).group(1)
+    for rule, block in job_blocks(output):
         line = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
         wildcards = dict(re.findall(r"(\w+)=([^,\s]+)", line.group(1))) if line else {}
         jobs.append((rule, wildcards))

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, TINY_ARGS, copy_of_run, load_yaml, run_snakemake
+from conftest import ROOT, TINY_ARGS, copy_of_run, job_blocks, load_yaml, run_snakemake
 
 from transformer_stability.plotting import listed_code
 from transformer_stability.registry import FIGURES as REGISTRY
@@ -35,8 +35,7 @@ def test_dry_run_lists_every_figure_target(tmp_path):
 def _priorities(output: str) -> dict[str, list[int]]:
     """Each rule's job priorities as a dry run lists them (0 where a job names none)."""
     found: dict[str, list[int]] = {}
-    for block in re.split(r"^(?=(?:local)?rule \w+:$)", output, flags=re.MULTILINE)[1:]:
-        rule = re.match(r"(?:local)?rule (\w+):", block).group(1)
+    for rule, block in job_blocks(output):
         value = re.search(r"^    priority: (\d+)$", block, re.MULTILINE)
         found.setdefault(rule, []).append(int(value.group(1)) if value else 0)
     return found
