@@ -5,13 +5,15 @@ linear program: maximise delta subject to logit_c(h_p) - logit_k(h_p) >= delta a
 (c its count, every k != c) and |logit_k(h_p)| <= 1 everywhere (the margin relative to the
 largest logit, as precision.py measures it). Scaling the head changes neither side, so the norm
 bound does not enter. Solved on the m = 0 line of the grid: fewer points, so the value is an
-upper bound on the best head for the whole grid. Torch-free (numpy and scipy's HiGHS).
+upper bound on the best head for the whole grid. Torch-free (numpy and HiGHS, linprog.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy
+
+from transformer_stability import linprog
 
 RANK_TOLERANCE = 1e-10  # singular values below this x the largest: directions the points lack
 
@@ -65,8 +67,8 @@ def best_head_margin(features: np.ndarray, counts: np.ndarray, classes: int) -> 
     rhs = np.concatenate([np.zeros(len(mp)), np.ones(2 * len(p))])
     objective = np.zeros(delta + 1)
     objective[delta] = -1.0
-    bounds = [(None, None)] * delta + [(None, 2.0)]
-    result = scipy.optimize.linprog(objective, A_ub=matrix, b_ub=rhs, bounds=bounds, method="highs")
-    if result.status != 0:
-        raise RuntimeError(f"margin LP failed: {result.message}")
-    return float(result.x[delta])
+    upper = np.append(np.full(delta, np.inf), 2.0)
+    found = linprog.minimize(objective, matrix, rhs, np.full(delta + 1, -np.inf), upper)
+    if found is None:
+        raise RuntimeError("margin LP failed: HiGHS found no optimum")
+    return float(found.x[delta])

@@ -1,4 +1,4 @@
-"""Reduced lower-bound problems for B_min(L), solved with scipy's HiGHS LP solver.
+"""Reduced lower-bound problems for B_min(L), solved with the HiGHS LP solver (linprog.py).
 
 All bounds use only the m = 0 line of the grid (a relaxation, so they stay lower bounds). On that
 line a softmax layer without post-norm outputs a + D t(c), t(c) = alpha c / (1 + alpha c), and a
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy  # scipy.optimize loads on first use: the registry imports this module
+
+from transformer_stability import linprog
 
 HALF = 0.5
 _POLYGON = 64  # |U| <= r is relaxed to <U, d_k> <= r over 64 directions: still a lower bound
@@ -161,16 +163,16 @@ def arc_readout_lp(
     if bias_bounded:
         rows.append(np.array([[0.0, 0.0, 1.0, -1.0], [0.0, 0.0, -1.0, -1.0]]))
         rhs.append(np.zeros(2))
-    res = scipy.optimize.linprog(
-        [0, 0, 0, 1],
-        A_ub=np.vstack(rows),
-        b_ub=np.concatenate(rhs),
-        bounds=[(None, None)] * 3 + [(0, None)],
-        method="highs",
+    found = linprog.minimize(
+        np.array([0.0, 0.0, 0.0, 1.0]),
+        np.vstack(rows),
+        np.concatenate(rhs),
+        lower=np.array([-np.inf, -np.inf, -np.inf, 0.0]),
+        upper=np.full(4, np.inf),
     )
-    if res.status != 0:
+    if found is None:
         return None
-    return float(res.x[3]), res.x[:2].copy(), float(res.x[2])
+    return float(found.x[3]), found.x[:2].copy(), float(found.x[2])
 
 
 @dataclass(frozen=True)
