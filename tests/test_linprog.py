@@ -96,3 +96,26 @@ def test_a_known_optimum_and_no_answer_without_one():
         np.array([np.inf]),
     )
     assert unbounded is None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_matrix_goes_column_by_column_without_zeros_and_the_callers_is_untouched(sparse):
+    rng = np.random.default_rng(7)
+    dense = rng.normal(size=(9, 4)) * (rng.random((9, 4)) < 0.6)
+    dense[:, 2] = 0.0  # an empty column
+    given = scipy.sparse.csc_matrix(dense) if sparse else dense.copy()
+    if sparse:
+        given.data[0] = 0.0  # a stored zero
+    expected = scipy.sparse.csc_matrix(given.toarray() if sparse else dense)
+    expected.eliminate_zeros()
+    start, index, value = linprog._columnwise(given)
+    np.testing.assert_array_equal(start, expected.indptr)
+    np.testing.assert_array_equal(index, expected.indices)
+    np.testing.assert_array_equal(value, expected.data)
+    if sparse:  # the caller's matrix keeps its stored zero
+        assert given.nnz == np.count_nonzero(dense) and given.data[0] == 0.0
+
+
+def test_the_solver_prints_nothing(capfd):
+    linprog.minimize(*_readout_lp(np.random.default_rng(0)))
+    assert capfd.readouterr() == ("", "")

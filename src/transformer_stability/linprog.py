@@ -4,9 +4,9 @@ scipy's `linprog(method="highs")` runs the same solver (scipy 1.17 bundles HiGHS
 version pinned here) with the same options, but spends about two thirds of a small LP's time
 in Python, checking options and converting the problem; Study C's read-out geometry solves
 tens of thousands of such LPs per run. The problem is posed as linprog poses it (rows
-a_ub x <= b_ub as HiGHS rows with no lower end, the matrix column-wise without its zeros,
-presolve on, the dual simplex), so the answers are linprog's to the last bit
-(tests/test_linprog.py compares them).
+a_ub x <= b_ub as HiGHS rows with no lower end, the matrix column-wise without its zeros) and
+solved with HiGHS's defaults for an LP (presolve, then the dual simplex: what linprog asks
+for), so the answers are linprog's to the last bit (tests/test_linprog.py compares them).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _columnwise(a_ub: Matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         matrix.eliminate_zeros()
         matrix.sort_indices()
         return matrix.indptr, matrix.indices, matrix.data
-    columns = np.asarray(a_ub, dtype=float).T
+    columns = np.asarray(a_ub).T
     col, row = np.nonzero(columns)  # column-major: each column's rows in ascending order
     start = np.searchsorted(col, np.arange(columns.shape[0] + 1))
     return start, row, columns[col, row]
@@ -58,17 +58,13 @@ def minimize(
     rows, cols = a_ub.shape
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = cols, rows
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.nan_to_num(np.asarray(lower, dtype=float), neginf=-_INF)
-    lp.col_upper_ = np.nan_to_num(np.asarray(upper, dtype=float), posinf=_INF)
+    lp.col_cost_, lp.row_upper_ = cost, b_ub
+    lp.col_lower_, lp.col_upper_ = lower, upper  # -inf, inf: HiGHS's own infinite bounds
     lp.row_lower_ = np.full(rows, -_INF)
-    lp.row_upper_ = np.asarray(b_ub, dtype=float)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = _columnwise(a_ub)
     solver = highspy.Highs()
-    solver.setOptionValue("output_flag", False)
-    solver.setOptionValue("presolve", "on")
-    solver.setOptionValue("simplex_strategy", 1)  # the dual simplex, as linprog asks
+    solver.setOptionValue("output_flag", False)  # HiGHS prints its log otherwise
     solver.passModel(lp)
     solver.run()
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
