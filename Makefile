@@ -19,13 +19,15 @@ unexport PYTHONDONTWRITEBYTECODE
 # the lock, then this package alone. The installer picks torch's build (CPU or CUDA wheel) and
 # its CUDA runtime packages, which the lock leaves out. uv installs (it links the 6 GB from its
 # cache in seconds where pip unpacked them for a minute); it reads no pip configuration, so the
-# package sources pip is set up with (a local mirror, a folder of wheels) are handed to it, with
-# pip's rule for several indexes: the best version over all of them.
+# package sources pip is set up with (an index, a local mirror, a folder of wheels) are handed
+# to it, with pip's rule for several indexes: the best version over all of them.
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv
-PIP_SOURCES = UV_EXTRA_INDEX_URL="$$($(BIN)/python -m pip config get global.extra-index-url 2>/dev/null)" \
-	UV_FIND_LINKS="$${PIP_FIND_LINKS:-$$($(BIN)/python -m pip config get global.find-links 2>/dev/null)}" \
-	UV_INDEX_STRATEGY=unsafe-best-match
+# pip's setting $(2), from its environment variable PIP_$(1) first, as pip reads them
+pip_setting = "$${PIP_$(1):-$$($(BIN)/python -m pip config get global.$(2) 2>/dev/null)}"
+PIP_SOURCES = UV_DEFAULT_INDEX=$(call pip_setting,INDEX_URL,index-url) \
+	UV_EXTRA_INDEX_URL=$(call pip_setting,EXTRA_INDEX_URL,extra-index-url) \
+	UV_FIND_LINKS=$(call pip_setting,FIND_LINKS,find-links) UV_INDEX_STRATEGY=unsafe-best-match
 $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@test -x $(UV) || $(BIN)/python -m pip install -qq uv==$(UV_VERSION)
