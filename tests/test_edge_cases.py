@@ -1,7 +1,7 @@
 """Edge-case tables: every registered figure and every aggregation function,
 fed the real tables of the tiny run shrunk to one value of a swept column (one variant, one
 alpha, one sample, one L, one B, one d, one seed, one precision, one model, ...), either draws
-(a Figure that renders to PNG, a DataFrame) or refuses with a ValueError raised by this
+(a Figure that an Agg canvas draws, a DataFrame) or refuses with a ValueError raised by this
 package's own code, whose message says what is missing.
 
 Two sets of shrinkings: enumerated ones (for each swept column, the first value present in
@@ -142,9 +142,10 @@ def outcome(call: Callable[[], object]) -> str | None:
             warnings.simplefilter("ignore")
             result = call()
             if isinstance(result, Figure):
-                # every artist drawn (ticks, text, legends), at a resolution too low to cost
-                # much; the layout engine only moves axes, and the tiny run's figure jobs lay
-                # out the real tables (it was two thirds of this file's CPU time)
+                # every artist drawn (ticks, text, legends) on an Agg canvas, at a resolution
+                # too low to cost much; without the layout engine, which only moves axes (a
+                # third of this file's CPU time): the tiny run's figure jobs lay out the real
+                # tables
                 result.set_layout_engine("none")
                 result.set_dpi(20)
                 FigureCanvasAgg(result).draw()
