@@ -9,6 +9,8 @@ import scipy.sparse
 from transformer_stability import linprog
 from transformer_stability.counting import theory
 
+MINIMIZE = linprog.minimize  # the solver itself, whatever a test patches in its place
+
 
 def _scipy(cost, a_ub, b_ub, lower, upper):
     bounds = [
@@ -20,24 +22,26 @@ def _scipy(cost, a_ub, b_ub, lower, upper):
 
 
 def _readout_lp(rng: np.random.Generator) -> tuple:
-    """A read-out LP of Study C (theory.arc_readout_lp's rows) at a random line geometry."""
+    """The LP theory.arc_readout_lp poses (its arguments to minimize, captured) at a random
+    line geometry, gain and bias bound."""
     length = int(rng.choice([4, 16, 64]))
     foot = rng.uniform(-0.2, 1.0) * length
     distance = np.exp(rng.uniform(np.log(0.05), np.log(0.5))) * length**1.5
-    directions = theory._arc_directions(length, foot, distance)
-    c, ones = np.arange(length + 1.0), np.ones((length + 1, 1))
-    angles = 2 * np.pi * np.arange(8) / 8
-    gain = float(rng.choice([1.0, 8.0]))
-    a_ub = np.vstack(
-        [
-            np.c_[directions, ones, 0 * ones],
-            -np.c_[directions, ones, 0 * ones],
-            np.c_[np.cos(angles), np.sin(angles), np.zeros(8), -gain * np.ones(8)],
-        ]
-    )
-    b_ub = np.concatenate([c + 0.5, 0.5 - c, np.zeros(8)])
-    lower, upper = np.array([-np.inf] * 3 + [0.0]), np.full(4, np.inf)
-    return np.array([0.0, 0, 0, 1]), a_ub, b_ub, lower, upper
+    posed = []
+
+    def capture(cost, a_ub, b_ub, lower, upper):
+        posed.append((cost, a_ub, b_ub, lower, upper))
+        return MINIMIZE(cost, a_ub, b_ub, lower, upper)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(linprog, "minimize", capture)
+        theory.arc_readout_lp(
+            theory._arc_directions(length, foot, distance),
+            float(rng.choice([1.0, 8.0])),
+            bool(rng.integers(2)),
+        )
+    (problem,) = posed
+    return problem
 
 
 @pytest.mark.parametrize("seed", range(40))
