@@ -30,7 +30,7 @@ PIP_SOURCES = UV_DEFAULT_INDEX=$(call pip_setting,INDEX_URL,index-url) \
 	UV_FIND_LINKS=$(call pip_setting,FIND_LINKS,find-links) UV_INDEX_STRATEGY=unsafe-best-match
 $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@test -x $(UV) || $(BIN)/python -m pip install -qq uv==$(UV_VERSION)
+	$(BIN)/python -m pip install -qq uv==$(UV_VERSION)
 	$(PIP_SOURCES) $(UV) pip install -q --python $(BIN)/python -r $(LOCK)
 	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
 	@touch $(STAMP)
