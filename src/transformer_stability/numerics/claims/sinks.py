@@ -11,7 +11,15 @@ import pandas as pd
 
 from transformer_stability import verdicts
 from transformer_stability.claims import ClaimSpec, Finding
-from transformer_stability.numerics.claims._common import EMERGENCE, SINKS, UNITS, Tables, _g
+from transformer_stability.numerics.claims._common import (
+    EMERGENCE,
+    SINKS,
+    UNITS,
+    Tables,
+    _cell_medians,
+    _cells,
+    _g,
+)
 from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import SINK_MODEL, SINK_WEIGHT
 from transformer_stability.verdicts import Term, at_least, below
@@ -30,19 +38,25 @@ def _first_token_means(frame: pd.DataFrame) -> pd.Series:
     return frame.groupby(["step", "block", "head"]).first_token.mean()
 
 
-def _emergence(frame: pd.DataFrame, last: int) -> pd.Series:
+def _emergence(frame: pd.DataFrame, labels: pd.DataFrame, last: int) -> pd.Series:
     """At initialization (step 0) and after training (`last`): the largest mean first-token
     weight over the heads; the sink head's (the largest after training) median tail mass after
-    training, and its fall from step 0."""
-    means = _first_token_means(frame)
-    tails = frame.groupby(["step", "block", "head"]).tail_mass.median()
-    sink = means[last].idxmax()
+    training, and its fall from step 0. `frame` has cells over (step, block, head) (`_cells`)."""
+    codes = frame.cell.to_numpy()
+    count = np.bincount(codes, minlength=len(labels))
+    means = np.bincount(codes, frame.first_token.to_numpy(float), len(labels)) / count
+    tails = _cell_medians(frame, "tail_mass")
+    step, head = labels.step.to_numpy(), labels[["block", "head"]].to_numpy()
+    initial, trained = step == 0, step == last
+    sink = np.flatnonzero(trained)[np.nanargmax(means[trained])]  # first of equal maxima
+    at_start = np.flatnonzero(initial & (head == head[sink]).all(axis=1))[0]
+    tail = tails[sink]
     return pd.Series(
         {
-            "initialization": means[0].max(),
-            "trained": means[last].max(),
-            "fall": tails[0][sink] / tails[last][sink] if tails[last][sink] > 0 else np.inf,
-            "tail": tails[last][sink],
+            "initialization": np.nanmax(means[initial]),
+            "trained": np.nanmax(means[trained]),
+            "fall": tails[at_start] / tail if tail > 0 else np.inf,
+            "tail": tail,
         }
     )
 
@@ -71,7 +85,12 @@ def attention_sinks(tables: Tables, section: Mapping[str, Any]) -> Finding | Non
     emergence = tables[EMERGENCE]
     last = int(emergence.step.max())
     frame = emergence[emergence.step.isin([0, last])]
-    found = verdicts.bootstrap(frame, lambda f: _emergence(f, last), "sequence", "sequences")
+    cells, labels = _cells(
+        frame, ["step", "block", "head"], ["sequence", "first_token", "tail_mass"]
+    )
+    found = verdicts.bootstrap(
+        cells, lambda f: _emergence(f, labels, last), "sequence", "sequences"
+    )
     means = _first_token_means(frame)[last]
     value = (
         f"{SINK_MODEL}, step {last}: largest first-token weight {found['trained'].text()} "
