@@ -129,18 +129,31 @@ def grid_means(
     """The levels of each of `keys` (sorted distinct values, NaN last) and the mean of each of
     `columns` in every cell of their grid (NaN in a cell without rows). By np.bincount: a
     bootstrap recomputes it on each of its resamples, where a groupby would take seconds."""
+    levels, cells = grid_cells(frame, keys)
+    return levels, cell_means({c: frame[c].to_numpy(float) for c in columns}, cells, levels)
+
+
+def grid_cells(frame: pd.DataFrame, keys: list[str]) -> tuple[list[pd.Index], np.ndarray]:
+    """The levels of each of `keys` (as `grid_means`) and each row's cell on their grid (a flat
+    index): found once where every resample of a bootstrap holds every level."""
     codes, levels = zip(
         *(pd.factorize(frame[k], sort=True, use_na_sentinel=False) for k in keys), strict=True
     )
+    return list(levels), np.ravel_multi_index(codes, tuple(len(level) for level in levels))
+
+
+def cell_means(
+    values: Mapping[str, np.ndarray], cells: np.ndarray, levels: Sequence[pd.Index]
+) -> dict[str, np.ndarray]:
+    """The mean of each of `values` (one per row) per cell (`grid_cells`) on the grid of
+    `levels`, shaped like it."""
     shape = tuple(len(level) for level in levels)
-    cells = np.ravel_multi_index(codes, shape)
     count = np.bincount(cells, minlength=int(np.prod(shape)))
     with np.errstate(invalid="ignore"):  # 0 / 0: a cell without rows
-        means = {
-            c: (np.bincount(cells, frame[c].to_numpy(float), count.size) / count).reshape(shape)
-            for c in columns
+        return {
+            name: (np.bincount(cells, column, count.size) / count).reshape(shape)
+            for name, column in values.items()
         }
-    return list(levels), means
 
 
 def labelled(values: Mapping[tuple, float]) -> pd.Series:

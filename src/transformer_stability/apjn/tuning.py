@@ -128,17 +128,23 @@ def matched_pairs(windows: pd.DataFrame) -> pd.DataFrame:
 def design_matrix(windows: pd.DataFrame) -> np.ndarray:
     """The design factors as regressors: an intercept, one indicator per norm but the first,
     ln α₀ per saturating norm (0 for pre-LN), ln multiplier and ln depth."""
-    norms = sorted(windows["norm"].unique())
-    columns = [np.ones(len(windows))]
-    for norm in norms[1:]:
-        columns.append((windows["norm"] == norm).to_numpy(float))
-    for norm in norms:
-        alpha = windows["alpha"].where(windows["norm"] == norm)
-        if alpha.notna().any() and alpha.nunique() > 1:
-            columns.append(np.log(alpha.fillna(1.0)).to_numpy())
-    for factor in ("attn_mult", "depth"):
-        if windows[factor].nunique() > 1:
-            columns.append(np.log(windows[factor].to_numpy(float)))
+    return _design(*(windows[c].to_numpy() for c in CONFIG))
+
+
+def _design(norm: np.ndarray, alpha: np.ndarray, mult: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """`design_matrix` of the configurations' columns (CONFIG), as arrays: a bootstrap builds it
+    on every resample."""
+    alpha, mult, depth = (np.asarray(a, dtype=float) for a in (alpha, mult, depth))
+    norms = sorted(set(norm))
+    columns = [np.ones(len(norm))]
+    columns += [(norm == name).astype(float) for name in norms[1:]]
+    for name in norms:
+        own = (norm == name) & ~np.isnan(alpha)
+        if len(np.unique(alpha[own])) > 1:
+            columns.append(np.log(np.where(own, alpha, 1.0)))
+    for factor in (mult, depth):
+        if len(np.unique(factor)) > 1:
+            columns.append(np.log(factor))
     return np.column_stack(columns)
 
 
@@ -146,16 +152,30 @@ def partial_correlation(windows: pd.DataFrame, outcome: str = "best_loss") -> fl
     """Correlation of `outcome` with ln J^{L,0} after both are regressed on the design factors
     (least squares), over the configurations with a finite outcome; NaN when the factors leave
     no freedom."""
-    rows = windows[np.isfinite(windows[outcome])]
-    design = design_matrix(rows)
-    if len(rows) <= design.shape[1] + 1:
+    configs = [windows[c].to_numpy() for c in CONFIG]
+    return partial_correlation_of(
+        *configs, windows["log_apjn"].to_numpy(float), windows[outcome].to_numpy(float)
+    )
+
+
+def partial_correlation_of(
+    norm: np.ndarray,
+    alpha: np.ndarray,
+    mult: np.ndarray,
+    depth: np.ndarray,
+    log_apjn: np.ndarray,
+    outcome: np.ndarray,
+) -> float:
+    """`partial_correlation` of the configurations' columns, as arrays."""
+    finite = np.isfinite(outcome)
+    design = _design(norm[finite], alpha[finite], mult[finite], depth[finite])
+    if finite.sum() <= design.shape[1] + 1:
         return float("nan")
 
     def residual(y: np.ndarray) -> np.ndarray:
         return y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
 
-    y = residual(rows[outcome].to_numpy(float))
-    x = residual(rows["log_apjn"].to_numpy(float))
+    y, x = residual(outcome[finite]), residual(log_apjn[finite])
     if np.allclose(x, 0) or np.allclose(y, 0):
         return float("nan")
     return float(np.corrcoef(x, y)[0, 1])

@@ -26,8 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from transformer_stability.apjn.tuning import CONFIG, TOLERANCE, partial_correlation, rate_cells
-from transformer_stability.resampling import grid_means, labelled
+from transformer_stability.apjn.tuning import (
+    CONFIG,
+    TOLERANCE,
+    partial_correlation_of,
+    rate_cells,
+)
+from transformer_stability.resampling import cell_means, grid_cells, labelled
 from transformer_stability.verdicts import bootstrap
 
 BASELINE = "ln"
@@ -41,6 +46,8 @@ QUANTITIES = ("sensitivity", "tuning_cost", "window", "instability")
 SEEDS = "training seeds"
 UNITS = "train_seed"
 EVENTS = ["diverged", "loss_spikes", "grad_blowups"]
+AXES = [*CONFIG, "lr"]
+"""The axes of the seed-averaged grid."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +67,20 @@ class Grid:
 
     @classmethod
     def of(cls, train: pd.DataFrame) -> Grid:
-        loss = train["final_loss"].where(~train["diverged"], np.inf)
-        events = train[EVENTS].astype(float).sum(axis=1)
-        frame = train.assign(loss=loss, events=events)
-        levels, means = grid_means(frame, [*CONFIG, "lr"], ["loss", "events", "theory_log_apjn"])
-        return cls(*levels, means["loss"], means["events"], means["theory_log_apjn"])
+        return cls.of_cells(train, *grid_cells(train, AXES))
+
+    @classmethod
+    def of_cells(cls, train: pd.DataFrame, levels: list[pd.Index], cells: np.ndarray) -> Grid:
+        """The grid of `train` whose rows lie in `cells` of the grid of `levels` (`grid_cells`
+        over AXES): found once for every resample of a bootstrap over seeds, each of which
+        trains every cell."""
+        loss = np.where(
+            train["diverged"].to_numpy(bool), np.inf, train["final_loss"].to_numpy(float)
+        )
+        events = train[EVENTS].to_numpy(float).sum(axis=1)
+        log_j = train["theory_log_apjn"].to_numpy(float)
+        means = cell_means({"loss": loss, "events": events, "log_j": log_j}, cells, levels)
+        return cls(*levels, means["loss"], means["events"], means["log_j"])
 
     @property
     def present(self) -> np.ndarray:
@@ -157,13 +173,11 @@ def _theory_link(grid: Grid) -> dict[tuple, float]:
     multiplier) at which the α₀ with ln J^{L,0} nearest 0 has the lowest best loss
     ('j_picks_alpha', norm, 0, False)."""
     present, best, log_j = grid.present, grid.best, grid.mean_log_j()
-    cells = np.argwhere(present)
-    configs = pd.DataFrame({
-        "norm": grid.norms[cells[:, 0]], "alpha": grid.alphas[cells[:, 1]],
-        "attn_mult": grid.mults[cells[:, 2]], "depth": grid.depths[cells[:, 3]],
-        "log_apjn": log_j[present], "best_loss": best[present],
-    })  # fmt: skip
-    link = partial_correlation(configs)
+    n, a, m, d = np.argwhere(present).T
+    link = partial_correlation_of(
+        grid.norms.to_numpy()[n], grid.alphas.to_numpy(float)[a], grid.mults.to_numpy(float)[m],
+        grid.depths.to_numpy(float)[d], log_j[present], best[present],
+    )  # fmt: skip
     out: dict[tuple, float] = {("partial_r", "all", ALL_DEPTHS, False): link}
     for n, norm in enumerate(grid.norms):
         if norm == BASELINE:
@@ -182,15 +196,21 @@ def _theory_link(grid: Grid) -> dict[tuple, float]:
 
 def tuning_statistics(train: pd.DataFrame) -> pd.Series:
     """Every statistic of the module, labelled (quantity, norm, depth, contrast): one value per
-    label, computed from the seed-averaged grid (fast enough for a bootstrap)."""
-    grid = Grid.of(train)
+    label, computed from the seed-averaged grid."""
+    return _grid_statistics(Grid.of(train))
+
+
+def _grid_statistics(grid: Grid) -> pd.Series:
     return labelled(_with_contrasts(_per_norm(grid)) | _theory_link(grid))
 
 
 def best_losses(train: pd.DataFrame) -> pd.Series:
     """Each trained configuration's best loss over rates, labelled (norm, α₀, mult, depth)
     with pre-LN's α₀ None (a NaN in a label would match no resample's label)."""
-    grid = Grid.of(train)
+    return _grid_best_losses(Grid.of(train))
+
+
+def _grid_best_losses(grid: Grid) -> pd.Series:
     return labelled({
         (grid.norms[n], None if pd.isna(grid.alphas[a]) else float(grid.alphas[a]),
          float(grid.mults[m]), int(grid.depths[d])): grid.best[n, a, m, d]
@@ -199,11 +219,16 @@ def best_losses(train: pd.DataFrame) -> pd.Series:
 
 
 def _intervals(
-    train: pd.DataFrame, statistic: Callable[[pd.DataFrame], pd.Series]
+    train: pd.DataFrame, statistic: Callable[[Grid], pd.Series]
 ) -> list[tuple[tuple, float, float, float, int]]:
-    """(label, point, lo, hi, seeds) of `statistic` bootstrapped over the training seeds."""
-    columns = [*CONFIG, "lr", UNITS, "final_loss", "theory_log_apjn", *EVENTS]
-    estimates = bootstrap(train[columns], statistic, UNITS, SEEDS)
+    """(label, point, lo, hi, seeds) of `statistic` of the grid bootstrapped over the training
+    seeds. Every seed trains every cell, so the cells are found once, not per resample."""
+    columns = [UNITS, "final_loss", "theory_log_apjn", *EVENTS]
+    levels, cells = grid_cells(train, AXES)
+    frame = train[columns].assign(cell=cells)
+    estimates = bootstrap(
+        frame, lambda f: statistic(Grid.of_cells(f, levels, f["cell"].to_numpy())), UNITS, SEEDS
+    )
     return [(label, e.point, e.lo, e.hi, e.units) for label, e in estimates.items()]
 
 
@@ -213,7 +238,7 @@ def statistics_table(train: pd.DataFrame) -> pd.DataFrame:
     rows = [
         {"quantity": q, "norm": n, "depth": d, "contrast": c, "value": v, "lo": lo, "hi": hi,
          "seeds": seeds}
-        for (q, n, d, c), v, lo, hi, seeds in _intervals(train, tuning_statistics)
+        for (q, n, d, c), v, lo, hi, seeds in _intervals(train, _grid_statistics)
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -224,7 +249,7 @@ def with_best_intervals(windows: pd.DataFrame, train: pd.DataFrame) -> pd.DataFr
     configuration never trained is infinite (the percentile of infinite draws is NaN)."""
     bounds = {
         label: (np.nan_to_num(lo, nan=np.inf), np.nan_to_num(hi, nan=np.inf))
-        for label, _, lo, hi, _ in _intervals(train, best_losses)
+        for label, _, lo, hi, _ in _intervals(train, _grid_best_losses)
     }
     alphas = windows["alpha"].astype(object).where(windows["alpha"].notna(), None)
     keys = zip(windows["norm"], alphas, windows["attn_mult"], windows["depth"], strict=True)
