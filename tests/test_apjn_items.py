@@ -12,6 +12,7 @@ from transformer_stability.apjn.costs import train_work
 from transformer_stability.apjn.items import (
     curve_items,
     depth_items,
+    scan_items,
     sensitivity_items,
     width_items,
 )
@@ -21,7 +22,7 @@ from transformer_stability.apjn.training import segment_end, train_table
 from transformer_stability.config import validate_config
 from transformer_stability.work import LIMIT_MIN, request_minutes
 
-SWEEPS = (curve_items, sensitivity_items, depth_items, train_items, width_items)
+SWEEPS = (curve_items, sensitivity_items, depth_items, train_items, width_items, scan_items)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,14 @@ def test_item_counts_and_unique_ids(schema, preset):
     apjn = validate_config(config, schema)["apjn"]
     train = apjn["train"]
     inits, sensitivity, scan = apjn["measure"]["inits"], apjn["sensitivity"], apjn["width_scan"]
+    scanned = len(scan["variants"]) * len(scan["heads"]) * scan["inits"]
+    # the models the curve sweep measures: the configured head count, a variant of both lists
+    # and an initialization of both
+    shared = sum(v in apjn["variants"] for v in scan["variants"]) * min(scan["inits"], inits)
+    shared *= apjn["model"]["heads"] in scan["heads"]
     expected = {
-        width_items: len(scan["variants"]) * len(scan["heads"]) * scan["inits"],
+        scan_items: scanned,
+        width_items: scanned - shared,
         curve_items: 2 * len(apjn["variants"]) * inits,
         sensitivity_items: (2 * len(sensitivity["alphas"]) + 2 * 2 * len(sensitivity["mults"]))
         * sensitivity["inits"],
@@ -92,23 +99,27 @@ def test_equiangular_heads_widen_only_the_equiangular_curves(tiny):
     assert {i.spec.width for i in curve_items(plain, 0)} == {model["width"]}
 
 
-def test_the_width_scan_keeps_the_head_dimension_and_redoes_the_configured_models(tiny):
+def test_the_width_scan_keeps_the_head_dimension_and_measures_no_model_twice(tiny):
     """Every scanned width keeps width / heads of apjn.model (and the init_std setting, hence
     the mean-field constants); at the configured width the scan's models are the curve sweep's
-    image models (same spec, seeds and images)."""
+    image models (same spec, seeds and images), which the width sweep leaves to it."""
     apjn = tiny["apjn"]
     model = apjn["model"]
     head_dim = model["width"] // model["heads"]
-    items = width_items(apjn, 3)
+    items = scan_items(apjn, 3)
     assert {i.curve.spec.heads for i in items} == set(apjn["width_scan"]["heads"])
     for item in items:
         spec = item.curve.spec
         assert spec.width // spec.heads == head_dim and spec.width % spec.heads == 0
         assert spec.init_std == model["init_std"] and item.curve.input == "images"
         assert item.compare_from == apjn["images"]["compare_from_block"]
-    at_model_width = {i.curve for i in items if i.curve.spec.width == model["width"]}
+    at_model_width = [i for i in items if i.curve.spec.width == model["width"]]
     images = {i for i in curve_items(apjn, 3) if i.input == "images"}
-    assert at_model_width and at_model_width <= images
+    assert at_model_width and {i.curve for i in at_model_width} <= images
+    assert width_items(apjn, 3) == [i for i in items if i not in at_model_width]
+    # a variant the curve sweep does not measure stays in the width sweep at every width
+    other = deep_merge(apjn, {"variants": [{"norm": "dyt", "alpha": 1.0}]})
+    assert width_items(other, 3) == scan_items(other, 3)
 
 
 def test_an_item_computes_the_same_rows_alone_as_in_any_chunk(tiny):

@@ -3,13 +3,25 @@
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT, deep_merge, load_yaml
 
+from transformer_stability.apjn.items import scan_items, width_items
 from transformer_stability.apjn.width_fit import (
     excess_slope,
+    scan_table,
     slope_interval,
     width_excess,
     width_slopes,
 )
+from transformer_stability.config import validate_config
+
+
+@pytest.fixture(scope="module")
+def tiny_config(schema) -> dict:
+    config = deep_merge(
+        load_yaml(ROOT / "config.yaml"), load_yaml(ROOT / "tests/configs/tiny.yaml")
+    )
+    return validate_config(config, schema)
 
 
 def _scan(widths, excess_of, inits=(0, 1)) -> pd.DataFrame:
@@ -68,3 +80,39 @@ def test_width_slopes_carry_their_interval():
     deep = slopes[(slopes.region == "deep") & (slopes.closure == "gram")].iloc[0]
     assert deep["slope"] == pytest.approx(-1.0)
     assert deep["slope_lo"] < -1.0 < deep["slope_hi"]
+
+
+def _rows(item, width=None, input="images", gmfe=1.5) -> pd.DataFrame:
+    """Agreement rows of one model (one sample, two regions); with `width`, width-agreement
+    rows."""
+    spec = item.curve.spec
+    alpha = np.nan if spec.alpha is None else spec.alpha
+    rows = pd.DataFrame(
+        [dict(norm=spec.norm, alpha=alpha, input=input, init_seed=item.curve.settings.seed,
+              sample=0, region=region, gmfe=gmfe + k, direction="backward", gmfe_gram=gmfe)
+         for k, region in enumerate(("shallow", "deep"))]
+    )  # fmt: skip
+    return rows if width is None else rows.assign(width=width)
+
+
+def test_the_scan_table_takes_each_model_from_the_sweep_that_measured_it(tiny_config):
+    apjn = tiny_config["apjn"]
+    scan, measured_here = scan_items(apjn, 0), width_items(apjn, 0)
+    shared = [item for item in scan if item not in measured_here]
+    assert shared and measured_here
+    gmfe = {item: 1.0 + 0.01 * k for k, item in enumerate(scan)}
+    measured = pd.concat(
+        [_rows(i, i.curve.spec.width, gmfe=gmfe[i]) for i in reversed(measured_here)]
+    )
+    # agreement.csv: every image model of the curve sweep, with equiangular rows beside them
+    agreement = pd.concat(
+        [_rows(i, gmfe=gmfe[i]) for i in shared]
+        + [_rows(i, input="equiangular", gmfe=9.0) for i in shared]
+    )
+    table = scan_table(measured, agreement, scan)
+    expected = pd.concat([_rows(i, i.curve.spec.width, gmfe=gmfe[i]) for i in scan])
+    pd.testing.assert_frame_equal(table, expected.reset_index(drop=True), check_like=False)
+    with pytest.raises(ValueError, match=shared[0].id):
+        scan_table(
+            measured, agreement[agreement["init_seed"] != shared[0].curve.settings.seed], scan
+        )

@@ -26,6 +26,7 @@ def _keys(node: ast.expr, module: ast.Module) -> set[str] | None:
             target = statement.targets[0] if isinstance(statement, ast.Assign) else None
             if isinstance(target, ast.Name) and target.id == node.id:
                 node = statement.value
+                break
     return {key.value for key in node.keys} if isinstance(node, ast.Dict) else None
 
 

@@ -88,6 +88,7 @@ rule apjn_width_fit:
     input:
         settings=settings_record("apjn_width_fit"),
         table=result(WidthAgreement),
+        agreement=result(Agreement),
         sources=code("apjn_width_fit.py"),
     output:
         excess=result(WidthExcess),

@@ -222,11 +222,11 @@ def _with_heads(spec: ViTSpec, heads: int) -> ViTSpec:
     return spec.with_(width=heads * (spec.width // spec.heads), heads=heads)
 
 
-def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
-    """The image measurement of every width_scan variant at every head count (width = heads x
-    the configured head dimension; with init_std vit_b, ViT-B's mean-field constants at every
-    width), for width_scan.inits initializations: the same seeds as the curve sweep, so the
-    configured head count reproduces its models."""
+def scan_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
+    """Every model of the width scan: the image measurement of every width_scan variant at every
+    head count (width = heads x the configured head dimension; with init_std vit_b, ViT-B's
+    mean-field constants at every width), for width_scan.inits initializations: the same seeds
+    as the curve sweep, so the configured head count reproduces its image models."""
     scan, spec = apjn["width_scan"], base_spec(apjn)
     return [
         WidthItem(
@@ -239,6 +239,18 @@ def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
         for h in scan["heads"]
         for init in init_seeds(seed, scan["inits"])
     ]
+
+
+def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
+    """The models of the width scan the width sweep measures: all but the curve sweep's image
+    models (the same spec, seeds and images), whose agreement rows the width fit takes from
+    agreement.csv (`width_fit.scan_table`) instead of measuring them twice."""
+    measured = {
+        _image_curve(apjn, spec, init)
+        for spec in variant_specs(apjn, base_spec(apjn))
+        for init in init_seeds(seed, apjn["measure"]["inits"])
+    }
+    return [item for item in scan_items(apjn, seed) if item.curve not in measured]
 
 
 def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:

@@ -71,7 +71,15 @@ SWEEPS = (
         width_items,
         {"table": WidthAgreement},
         work=width_work,
-        settings=("device", *_CURVES, "apjn.width_scan", "apjn.images.compare_from_block"),
+        # variants and inits: which of its models the curve sweep measures (items.width_items)
+        settings=(
+            "device",
+            *_CURVES,
+            "apjn.width_scan",
+            "apjn.images.compare_from_block",
+            "apjn.variants",
+            "apjn.measure.inits",
+        ),
     ),
     Sweep(
         "apjn_end_to_end",

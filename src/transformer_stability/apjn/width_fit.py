@@ -17,12 +17,38 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import COMPARED, EARLY
+from transformer_stability.apjn.items import WidthItem
 from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
 from transformer_stability.resampling import RESAMPLES, percentile_bounds
 from transformer_stability.tables import columns_of, select
 
 CLOSURES = {"gram": "gmfe_gram", "qp": "gmfe"}
 KEYS = columns_of(WidthFitIds)
+
+
+def scan_table(
+    measured: pd.DataFrame, agreement: pd.DataFrame, scan: list[WidthItem]
+) -> pd.DataFrame:
+    """The agreement rows of every model of the width scan (`scan`, items.scan_items), model by
+    model: the width sweep's (`measured`, width_agreement.csv), or for a model the curve sweep
+    measures instead (items.width_items), its image rows of agreement.csv at its width."""
+    parts = []
+    for item in scan:
+        spec, init = item.curve.spec, item.curve.settings.seed
+        rows = _model_rows(measured[measured["width"] == spec.width], spec.norm, spec.alpha, init)
+        if rows.empty:
+            images = agreement[agreement["input"] == "images"]
+            rows = _model_rows(images, spec.norm, spec.alpha, init).assign(width=spec.width)
+        if rows.empty:
+            raise ValueError(f"no agreement rows for the width scan's model {item.id}")
+        parts.append(rows)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _model_rows(table: pd.DataFrame, norm: str, alpha: float | None, init: int) -> pd.DataFrame:
+    """The rows of one (norm, α₀) variant's initialization `init` (pre-LN's α₀ is NaN)."""
+    same_alpha = table["alpha"].isna() if alpha is None else table["alpha"] == alpha
+    return table[(table["norm"] == norm) & same_alpha & (table["init_seed"] == init)]
 
 
 def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -96,7 +96,8 @@ class AgreementMeans(Table):
 
 
 class WidthAgreement(Agreement):
-    """The image rows of agreement.csv for every model of the width scan."""
+    """The image rows of agreement.csv for every model of the width scan that the curve sweep
+    does not measure (the width fit takes those at the configured width from agreement.csv)."""
 
     width: Series[int] = pa.Field(ge=1, description="the model width")
 
