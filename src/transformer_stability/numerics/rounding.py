@@ -46,8 +46,8 @@ def round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
     if drop == 0:
         return x
     pattern = x.contiguous().view(int_type)
-    kept_lsb = (pattern >> drop) & 1
-    rounded = (pattern + ((1 << (drop - 1)) - 1) + kept_lsb) & ~((1 << drop) - 1)
+    rounded = (pattern >> drop).bitwise_and_(1)  # the kept last bit; in place from here on
+    rounded.add_(pattern).add_((1 << (drop - 1)) - 1).bitwise_and_(~((1 << drop) - 1))
     return torch.where(torch.isfinite(x), rounded.view(x.dtype), x)
 
 
