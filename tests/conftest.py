@@ -209,5 +209,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 def pytest_collection_modifyitems(items) -> None:
     """The end-to-end tests last: under pytest-xdist the other worker runs the fast tests while
-    the first slow test waits for the shared tiny run."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+    the first slow test waits for the shared tiny run. Of those, the SLURM test first: it holds
+    the sources lock shared for a minute of mostly waiting on its executor, and the tests that
+    edit a module (test_reruns) wait for it; early, the other worker has other tests to run."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is not None,
+            item.path.name != "test_slurm.py",
+        )
+    )
