@@ -109,10 +109,15 @@ def test_the_scan_table_takes_each_model_from_the_sweep_that_measured_it(tiny_co
         [_rows(i, gmfe=gmfe[i]) for i in shared]
         + [_rows(i, input="equiangular", gmfe=9.0) for i in shared]
     )
-    table = scan_table(measured, agreement, scan)
+    table = scan_table(measured, agreement, scan, measured_here)
     expected = pd.concat([_rows(i, i.curve.spec.width, gmfe=gmfe[i]) for i in scan])
     pd.testing.assert_frame_equal(table, expected.reset_index(drop=True), check_like=False)
+    missing = agreement["init_seed"] != shared[0].curve.settings.seed
     with pytest.raises(ValueError, match=shared[0].id):
-        scan_table(
-            measured, agreement[agreement["init_seed"] != shared[0].curve.settings.seed], scan
-        )
+        scan_table(measured, agreement[missing], scan, measured_here)
+    # a model the width sweep measures is never taken from agreement.csv, even where the
+    # sweep's rows are missing
+    swept = measured_here[0]
+    lost = measured["init_seed"] != swept.curve.settings.seed
+    with pytest.raises(ValueError, match=swept.id):
+        scan_table(measured[lost], pd.concat([agreement, _rows(swept)]), scan, measured_here)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from transformer_stability.apjn.agreement import COMPARED, EARLY
 from transformer_stability.apjn.items import WidthItem
+from transformer_stability.apjn.spec import ViTSpec
 from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
 from transformer_stability.resampling import RESAMPLES, percentile_bounds
 from transformer_stability.tables import columns_of, select
@@ -27,28 +28,33 @@ KEYS = columns_of(WidthFitIds)
 
 
 def scan_table(
-    measured: pd.DataFrame, agreement: pd.DataFrame, scan: list[WidthItem]
+    measured: pd.DataFrame,
+    agreement: pd.DataFrame,
+    scan: list[WidthItem],
+    swept: list[WidthItem],
 ) -> pd.DataFrame:
     """The agreement rows of every model of the width scan (`scan`, items.scan_items), model by
-    model: the width sweep's (`measured`, width_agreement.csv), or for a model the curve sweep
-    measures instead (items.width_items), its image rows of agreement.csv at its width."""
+    model: the width sweep's rows (`measured`, width_agreement.csv) for the models it measures
+    (`swept`, items.width_items), the image rows of agreement.csv for the others (the curve
+    sweep's models)."""
     parts = []
     for item in scan:
         spec, init = item.curve.spec, item.curve.settings.seed
-        rows = _model_rows(measured[measured["width"] == spec.width], spec.norm, spec.alpha, init)
-        if rows.empty:
+        if item in swept:
+            rows = _model_rows(measured[measured["width"] == spec.width], spec, init)
+        else:
             images = agreement[agreement["input"] == "images"]
-            rows = _model_rows(images, spec.norm, spec.alpha, init).assign(width=spec.width)
+            rows = _model_rows(images, spec, init).assign(width=spec.width)
         if rows.empty:
             raise ValueError(f"no agreement rows for the width scan's model {item.id}")
         parts.append(rows)
     return pd.concat(parts, ignore_index=True)
 
 
-def _model_rows(table: pd.DataFrame, norm: str, alpha: float | None, init: int) -> pd.DataFrame:
-    """The rows of one (norm, α₀) variant's initialization `init` (pre-LN's α₀ is NaN)."""
-    same_alpha = table["alpha"].isna() if alpha is None else table["alpha"] == alpha
-    return table[(table["norm"] == norm) & same_alpha & (table["init_seed"] == init)]
+def _model_rows(table: pd.DataFrame, spec: ViTSpec, init: int) -> pd.DataFrame:
+    """The rows of the variant of `spec` at initialization `init` (pre-LN's α₀ is NaN)."""
+    alpha = table["alpha"].isna() if spec.alpha is None else table["alpha"] == spec.alpha
+    return table[(table["norm"] == spec.norm) & alpha & (table["init_seed"] == init)]
 
 
 def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:
