@@ -125,15 +125,12 @@ def matched_pairs(windows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def design_matrix(windows: pd.DataFrame) -> np.ndarray:
-    """The design factors as regressors: an intercept, one indicator per norm but the first,
+def design_matrix(
+    norm: np.ndarray, alpha: np.ndarray, mult: np.ndarray, depth: np.ndarray
+) -> np.ndarray:
+    """The design factors of configurations (their CONFIG columns, as arrays: a bootstrap builds
+    it on every resample) as regressors: an intercept, one indicator per norm but the first,
     ln α₀ per saturating norm (0 for pre-LN), ln multiplier and ln depth."""
-    return _design(*(windows[c].to_numpy() for c in CONFIG))
-
-
-def _design(norm: np.ndarray, alpha: np.ndarray, mult: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """`design_matrix` of the configurations' columns (CONFIG), as arrays: a bootstrap builds it
-    on every resample."""
     alpha, mult, depth = (np.asarray(a, dtype=float) for a in (alpha, mult, depth))
     norms = sorted(set(norm))
     columns = [np.ones(len(norm))]
@@ -168,7 +165,7 @@ def partial_correlation_of(
 ) -> float:
     """`partial_correlation` of the configurations' columns, as arrays."""
     finite = np.isfinite(outcome)
-    design = _design(norm[finite], alpha[finite], mult[finite], depth[finite])
+    design = design_matrix(norm[finite], alpha[finite], mult[finite], depth[finite])
     if finite.sum() <= design.shape[1] + 1:
         return float("nan")
 
