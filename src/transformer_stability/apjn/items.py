@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformer_stability.apjn.names import SATURATING, NormName
 from transformer_stability.apjn.spec import ViTSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def variant_id(norm: str, alpha: float | None) -> str:
@@ -45,6 +48,11 @@ class Variant:
             "attn_mult": spec.attn_mult,
             "mlp_mult": spec.mlp_mult,
         }
+
+    def rows(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The rows of `table` (a Study A table, pre-LN's alpha NaN) of this variant."""
+        alpha = table["alpha"].isna() if self.alpha is None else table["alpha"] == self.alpha
+        return table[(table["norm"] == self.norm) & alpha]
 
 
 @dataclass(frozen=True)

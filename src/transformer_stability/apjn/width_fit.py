@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import COMPARED, EARLY
-from transformer_stability.apjn.items import WidthItem
-from transformer_stability.apjn.spec import ViTSpec
+from transformer_stability.apjn.items import Variant, WidthItem
 from transformer_stability.apjn.tables import WidthExcess, WidthFitIds, WidthSlopes
 from transformer_stability.resampling import RESAMPLES, percentile_bounds
 from transformer_stability.tables import columns_of, select
@@ -37,24 +36,17 @@ def scan_table(
     model: the width sweep's rows (`measured`, width_agreement.csv) for the models it measures
     (`swept`, items.width_items), the image rows of agreement.csv for the others (the curve
     sweep's models)."""
+    images = agreement[agreement["input"] == "images"]
     parts = []
     for item in scan:
         spec, init = item.curve.spec, item.curve.settings.seed
-        if item in swept:
-            rows = _model_rows(measured[measured["width"] == spec.width], spec, init)
-        else:
-            images = agreement[agreement["input"] == "images"]
-            rows = _model_rows(images, spec, init).assign(width=spec.width)
+        source = measured[measured["width"] == spec.width] if item in swept else images
+        rows = Variant(spec.norm, spec.alpha).rows(source)
+        rows = rows[rows["init_seed"] == init].assign(width=spec.width)
         if rows.empty:
             raise ValueError(f"no agreement rows for the width scan's model {item.id}")
         parts.append(rows)
     return pd.concat(parts, ignore_index=True)
-
-
-def _model_rows(table: pd.DataFrame, spec: ViTSpec, init: int) -> pd.DataFrame:
-    """The rows of the variant of `spec` at initialization `init` (pre-LN's α₀ is NaN)."""
-    alpha = table["alpha"].isna() if spec.alpha is None else table["alpha"] == spec.alpha
-    return table[(table["norm"] == spec.norm) & alpha & (table["init_seed"] == init)]
 
 
 def _excess(rows: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -1,6 +1,6 @@
-"""Plot helpers that several of Study A's figures share: selecting a variant's rows,
-labelling it, means over samples and the measured/theory panels, and the styles and
-orders that must agree between figures."""
+"""Plot helpers that several of Study A's figures share: a variant's label, means over
+samples and the measured/theory panels, and the styles and orders that must agree between
+figures (a variant's rows: `Variant.rows`)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,6 @@ def _variants(table: pd.DataFrame) -> list[Variant]:
     pairs = table[["norm", "alpha"]].drop_duplicates().itertuples(index=False)
     found = [Variant(n, None if pd.isna(a) else float(a)) for n, a in pairs]
     return sorted(found, key=lambda v: (NORM_ORDER[v.norm], v.alpha or 0.0))
-
-
-def _select(table: pd.DataFrame, variant: Variant) -> pd.DataFrame:
-    same_alpha = table["alpha"].isna() if variant.alpha is None else table["alpha"] == variant.alpha
-    return table[(table["norm"] == variant.norm) & same_alpha]
 
 
 CLOSURE_STYLES = {"released": "-", "exact": "-."}

@@ -11,7 +11,6 @@ from transformer_stability.apjn.figures._common import (
     _ratio_panel,
     _ratio_spread,
     _sample_mean,
-    _select,
     _variants,
 )
 from transformer_stability.apjn.figures._labels import _labels
@@ -38,7 +37,7 @@ def plot_permsym(curves: pd.DataFrame) -> Figure:
     for col, direction in enumerate(("backward", "forward")):
         ax = axes[col]
         for variant in variants:
-            part = _select(curves, variant)
+            part = variant.rows(curves)
             part = part[part["direction"] == direction]
             stats = _sample_mean(part, "block", ["apjn", "apjn_theory"])
             color = colors[(variant.norm, variant.alpha)]

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from transformer_stability.apjn.figures._common import _label, _select, _variants
+from transformer_stability.apjn.figures._common import _label, _variants
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import NORM_LINESTYLES, variant_colors
 from transformer_stability.apjn.tables import TheoryCurves
@@ -30,7 +30,7 @@ def plot_theory_curves(curves: pd.DataFrame) -> Figure:
     }
     for ax, direction in zip(axes, ("backward", "forward"), strict=True):
         for variant in variants:
-            part = _select(curves, variant)
+            part = variant.rows(curves)
             part = part[part["direction"] == direction].sort_values("block")
             ax.plot(
                 part["block"],

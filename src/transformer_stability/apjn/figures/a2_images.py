@@ -10,7 +10,6 @@ from transformer_stability.apjn.figures._common import (
     _label,
     _ratio_panel,
     _ratio_spread,
-    _select,
     _variants,
 )
 from transformer_stability.apjn.figures._labels import _labels
@@ -48,7 +47,7 @@ def plot_images(curves: pd.DataFrame) -> Figure:
         4, len(variants), sharex="col", sharey="row", squeeze=False, height_ratios=(3, 2, 3, 2)
     )
     for col, variant in enumerate(variants):
-        part, color = _select(curves, variant), colors[(variant.norm, variant.alpha)]
+        part, color = variant.rows(curves), colors[(variant.norm, variant.alpha)]
         for row, direction in ((0, "backward"), (2, "forward")):
             rows = part[part["direction"] == direction]
             _images_panel(axes[row, col], rows, color)

@@ -11,7 +11,6 @@ from transformer_stability.apjn.figures._common import (
     CLOSURE_STYLES,
     _label,
     _sample_mean,
-    _select,
     _variants,
 )
 from transformer_stability.apjn.figures._labels import _labels
@@ -32,20 +31,20 @@ if TYPE_CHECKING:
 
 
 def _fit(asymptotics: pd.DataFrame, variant: Variant, quantity: str) -> pd.Series:
-    rows = _select(asymptotics, variant)
+    rows = variant.rows(asymptotics)
     return rows[rows["quantity"] == quantity].iloc[0]
 
 
 def _preln_power_panel(ax, depth: pd.DataFrame, asymptotics, laws, color) -> None:
     """Pre-LN's J^{L,0} at the model's own N on log-log axes with the zeta_- fit and law."""
     variant = Variant("ln")
-    part = _select(depth, variant).sort_values("depth")
+    part = variant.rows(depth).sort_values("depth")
     if part.empty:
         return
-    rows = _select(asymptotics, variant)
+    rows = variant.rows(asymptotics)
     n = part["n_tokens"].iloc[0]
     fit = rows[(rows["n_tokens"] == n) & (rows["quantity"] == "zeta_minus")].iloc[0]
-    law = _select(laws, variant).sort_values("depth")
+    law = variant.rows(laws).sort_values("depth")
     label = (
         f"{_label(variant)}: ζ₋ fit {fit['fitted']:.3f} (two-mode {fit['two_mode_fit']:.3f}),"
         f" ζ₋ = {fit['predicted']:.3f}"
@@ -132,7 +131,7 @@ def _measured_panel(ax, measured: pd.DataFrame, colors: dict) -> None:
     """J^{L,0} at the measured depths, log-log: mean over initializations and inputs (dots,
     bars: their spread) and the theory seeded with each input's statistics (lines)."""
     for variant in _variants(measured):
-        stats = _sample_mean(_select(measured, variant), "depth", ["apjn", "apjn_theory"])
+        stats = _sample_mean(variant.rows(measured), "depth", ["apjn", "apjn_theory"])
         color = colors[(variant.norm, variant.alpha)]
         ax.plot(stats["depth"], stats["apjn_theory_mean"], color=color, label=_label(variant))
         ax.errorbar(
@@ -176,8 +175,8 @@ def plot_depth_scaling(
     for variant in variants:
         if variant.norm == "ln":
             continue
-        part = _select(depth, variant).sort_values("depth")
-        law = _select(laws, variant).sort_values("depth")
+        part = variant.rows(depth).sort_values("depth")
+        law = variant.rows(laws).sort_values("depth")
         x, log_j = part["depth"].to_numpy(float), part["log_apjn"].to_numpy()
         color = colors[(variant.norm, variant.alpha)]
         fit = _fit(asymptotics, variant, "sqrt_depth_slope")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from transformer_stability.apjn.figures._common import _label, _sample_mean, _select, _variants
+from transformer_stability.apjn.figures._common import _label, _sample_mean, _variants
 from transformer_stability.apjn.figures._labels import _labels
 from transformer_stability.apjn.style import NORM_LINESTYLES, variant_colors
 from transformer_stability.apjn.tables import MeasuredCurves
@@ -43,7 +43,7 @@ def plot_token_stats(curves: pd.DataFrame) -> Figure:
             rho_theory_gram=lambda t: t["p_theory_gram"] / t["q_theory_gram"],
         )
         for variant in variants:
-            rows = _select(part, variant)
+            rows = variant.rows(part)
             names = [f"{s}{t}" for s in ("q", "rho") for t in ("", "_theory", "_theory_self",
                                                                     "_theory_gram")]  # fmt: skip
             stats = _sample_mean(rows, "block", names)

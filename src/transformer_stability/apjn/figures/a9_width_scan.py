@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from transformer_stability.apjn.agreement import COMPARED, EARLY
-from transformer_stability.apjn.figures._common import REGIONS, _label, _select, _variants
+from transformer_stability.apjn.figures._common import REGIONS, _label, _variants
 from transformer_stability.apjn.figures._labels import _labels, _variant_list
 from transformer_stability.apjn.tables import WidthExcess, WidthSlopes
 from transformer_stability.plotting import FigureSpec, matplotlib_ticker, new_figure, set_style
@@ -47,9 +47,9 @@ def plot_width_scan(excess: pd.DataFrame, slopes: pd.DataFrame) -> Figure:
     for row, variant in enumerate(variants):
         for col, direction in enumerate(("backward", "forward")):
             ax = axes[row, col]
-            part = _select(excess, variant)
+            part = variant.rows(excess)
             part = part[part["direction"] == direction]
-            fits = _select(slopes, variant)
+            fits = variant.rows(slopes)
             fits = fits[fits["direction"] == direction]
             for region in [r for r in REGIONS if r in set(part["region"])]:
                 full, color = _closure(part, region, "gram"), WIDTH_REGION_COLORS[region]
