@@ -22,6 +22,7 @@ from transformer_stability.numerics.claims._common import (
 )
 from transformer_stability.numerics.items import format_unit_roundoff
 from transformer_stability.numerics.spec import SINK_MODEL, SINK_WEIGHT
+from transformer_stability.resampling import cell_means
 from transformer_stability.verdicts import Term, at_least, below
 
 FALL = 10.0  # the sink head's tail mass falls at least tenfold from its initialization
@@ -42,9 +43,8 @@ def _emergence(frame: pd.DataFrame, labels: pd.DataFrame, last: int) -> pd.Serie
     """At initialization (step 0) and after training (`last`): the largest mean first-token
     weight over the heads; the sink head's (the largest after training) median tail mass after
     training, and its fall from step 0. `frame` has cells over (step, block, head) (`_cells`)."""
-    codes = frame.cell.to_numpy()
-    count = np.bincount(codes, minlength=len(labels))
-    means = np.bincount(codes, frame.first_token.to_numpy(float), len(labels)) / count
+    first = {"first": frame.first_token.to_numpy(float)}
+    means = cell_means(first, frame.cell.to_numpy(), [labels.index])["first"]
     tails = _cell_medians(frame, "tail_mass")
     step, head = labels.step.to_numpy(), labels[["block", "head"]].to_numpy()
     initial, trained = step == 0, step == last
