@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # once: a machine that sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: reproduce test test-fast lock lint format report results-page dry-run clean-results mutation \
+.PHONY: reproduce test test-fast chromium lock lint format report results-page dry-run clean-results mutation \
 	bench-paper
 
 # (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
@@ -56,11 +56,15 @@ reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
 # Chromium for the report's browser test: installed where apt-get and root allow (beside the
-# environment's install), else a warning (pytest's summary repeats it). On every core: the slow
-# tests share one tiny run (tests/conftest.py).
+# environment's install: a sub-make runs both at once, and under `make -n` it only prints
+# them), else a warning (pytest's summary repeats it). On every core: the slow tests share one
+# tiny run (tests/conftest.py).
 test:
-	@bash .ci/install-chromium & chromium=$$!; $(MAKE) --no-print-directory $(STAMP); wait $$chromium
+	@$(MAKE) --no-print-directory -j2 $(STAMP) chromium
 	$(BIN)/python -m pytest -n auto
+
+chromium:
+	@bash .ci/install-chromium
 
 # Everything but the end-to-end runs of the workflow (tests marked slow), on every core.
 test-fast: $(STAMP)

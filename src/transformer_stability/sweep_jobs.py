@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from transformer_stability.cpu_numerics import pin_cpu_numerics
 from transformer_stability.device import resolve_device
 from transformer_stability.logs import setup_logging
 from transformer_stability.sweeps import run_chunk
@@ -22,12 +23,16 @@ def chunk_job(
     snakemake: Any,
     table_of: Callable[[Any, torch.device], pd.DataFrame | Mapping[str, pd.DataFrame]],
     model: type[Table] | Mapping[str, type[Table]],
+    trains: bool = False,
 ) -> None:
     """Run `table_of(item, device)` for every item in `snakemake.params.chunk_items` and write the
     chunk table to the job's output, checked against `model`, the model of the table its sweep
     gathers; a rule with several named outputs gets a dict of tables {output name: table} from
-    `table_of`, each written to its output, and `model` is a dict by output name too."""
+    `table_of`, each written to its output, and `model` is a dict by output name too. A job
+    that `trains` computes with the CPU code paths every host shares (cpu_numerics.py)."""
     setup_logging(snakemake.log[0])
+    if trains:
+        pin_cpu_numerics()
     torch.set_num_threads(snakemake.threads)
     device = resolve_device(snakemake.params.device)
     run_chunk(
@@ -55,8 +60,10 @@ def load_checkpoint(paths: Sequence[str]) -> dict[str, Any]:
 
 def segment_job(snakemake: Any, advance: Callable[[Any, torch.device, int, Any], Any]) -> None:
     """Run `advance(item, device, segment, state)` (state None for the first segment) for every
-    item of the chunk and write the states it returns to the job's checkpoint."""
+    item of the chunk and write the states it returns to the job's checkpoint. Segments are
+    trainings, computed with the CPU code paths every host shares (cpu_numerics.py)."""
     setup_logging(snakemake.log[0])
+    pin_cpu_numerics()
     torch.set_num_threads(snakemake.threads)
     device = resolve_device(snakemake.params.device)
     resumed = load_checkpoint(snakemake.input.resume)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from transformer_stability.cpu_numerics import pin_cpu_numerics
 from transformer_stability.io import read_table, write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.provenance import with_provenance
@@ -32,13 +33,17 @@ def table_job(
     inputs: Mapping[str, type[Table]] | None = None,
     carry: str | None = None,
     dtype: str = "float64",
+    trains: bool = False,
 ) -> None:
     """Read the rule's input tables named in `inputs` (each checked against its model), call
     `compute(tables, settings)` and write what it returns: one table to the rule's only output
     where `outputs` is one model, else {output name: table}, each checked against
     `outputs[name]`. With `carry` (an input's name) the outputs carry that input's provenance;
-    without, they record a CPU computation in `dtype` from the run's seed."""
+    without, they record a CPU computation in `dtype` from the run's seed. A job that `trains`
+    computes with the CPU code paths every host shares (cpu_numerics.py)."""
     setup_logging(snakemake.log[0])
+    if trains:
+        pin_cpu_numerics()
     paths = {name: getattr(snakemake.input, name) for name in inputs or {}}
     own = snakemake.params.settings
     settings = derived_settings(own, list(paths.values())) if paths else own

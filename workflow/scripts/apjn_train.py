@@ -15,4 +15,5 @@ else:
         snakemake,
         lambda item, device: train_table(item, device, resumed.get(item.id)),
         Trainability,
+        trains=True,
     )

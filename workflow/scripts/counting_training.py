@@ -5,4 +5,4 @@ from transformer_stability.counting.tables import Training
 from transformer_stability.counting.training_tables import training_table
 from transformer_stability.sweep_jobs import chunk_job
 
-chunk_job(snakemake, training_table, Training)
+chunk_job(snakemake, training_table, Training, trains=True)

@@ -17,4 +17,4 @@ def compute(tables, settings):
 
 
 torch.set_num_threads(snakemake.threads)
-table_job(snakemake, compute, TABLES, dtype="float32")
+table_job(snakemake, compute, TABLES, dtype="float32", trains=True)

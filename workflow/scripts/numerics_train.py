@@ -5,6 +5,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_stability.cpu_numerics import pin_cpu_numerics
 from transformer_stability.io import write_table
 from transformer_stability.logs import setup_logging
 from transformer_stability.numerics.tables import Gpt2Training
@@ -12,6 +13,7 @@ from transformer_stability.numerics.training import train_models
 from transformer_stability.provenance import with_provenance
 
 setup_logging(snakemake.log[0])
+pin_cpu_numerics()
 torch.set_num_threads(snakemake.threads)
 settings = snakemake.params.settings
 table = train_models(
