@@ -6,6 +6,7 @@ import os
 import platform
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,19 @@ def test_every_training_job_of_the_tiny_run_pins_its_code_paths_and_no_other_job
                   for log in (logs / rule).glob("*.log")}  # fmt: skip
     assert pinned == trainings
     assert len(trainings) > 3
+
+
+def test_a_pin_after_torch_chose_its_kernels_stops_the_job(monkeypatch):
+    """A job that computed before pinning would train the host's bits under a log saying
+    otherwise: torch's capability, once chosen, is the one it keeps."""
+    monkeypatch.setattr(cpu_numerics.platform, "machine", lambda: "x86_64")
+    for name in PINNED:
+        monkeypatch.delenv(name, raising=False)
+    chosen = types.SimpleNamespace(get_cpu_capability=lambda: "AVX512")
+    monkeypatch.setitem(
+        sys.modules, "torch", types.SimpleNamespace(backends=types.SimpleNamespace(cpu=chosen))
+    )
+    with pytest.raises(RuntimeError, match="kernels are AVX512, not avx2"):
+        pin_cpu_numerics()
+    chosen.get_cpu_capability = lambda: "AVX2"
+    assert pin_cpu_numerics() == PINNED

@@ -12,13 +12,15 @@ AVX-512 would be faster only for large products, which the trained models do not
 measurements keep the host's fastest code.
 
 Each library reads its variable once, at its first computation, so `pin_cpu_numerics` works
-after torch is imported as long as nothing has been computed yet. Torch-free."""
+after torch is imported as long as nothing has been computed yet; where torch has already chosen
+its kernels, it stops the job instead of letting it train other bits. Torch-free."""
 
 from __future__ import annotations
 
 import logging
 import os
 import platform
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -34,5 +36,13 @@ def pin_cpu_numerics() -> dict[str, str]:
     for name, value in PINNED.items():
         os.environ.setdefault(name, value)
     pinned = {name: os.environ[name] for name in PINNED}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        chosen, wanted = torch.backends.cpu.get_cpu_capability(), pinned["ATEN_CPU_CAPABILITY"]
+        if chosen not in {wanted.upper(), "DEFAULT"}:
+            raise RuntimeError(
+                f"torch computed before the CPU code paths were pinned: its kernels are {chosen},"
+                f" not {wanted}; call pin_cpu_numerics() before the job computes anything"
+            )
     log.info("CPU code paths for training: %s", ", ".join(f"{k}={v}" for k, v in pinned.items()))
     return pinned
