@@ -6,10 +6,10 @@ variants per processor generation), which round differently in the last bit. A m
 barely notices; a training does: hundreds of steps amplify a last-bit difference into another
 trajectory, so the same commit trained on two hosts gave different seeds' losses and, at a
 criterion's edge, another verdict. The training jobs therefore fix every one of these choices
-to its AVX2 variant (MKL's conditional numerical reproducibility branch), which every x86-64
-host since 2013 runs: any two such hosts compute the same bits with the same thread count.
-AVX-512 would be faster only for large products, which the trained models do not have; the
-measurements keep the host's fastest code.
+to its AVX2 variant (for MKL, its conditional numerical reproducibility branch), which the
+x86-64 servers of the last decade all run: two such hosts then train the same bits at the same
+thread count. AVX-512 is faster only for large products, which the trained models do not have;
+the measurements keep the host's fastest code.
 
 Each library reads its variable once, at its first computation, so `pin_cpu_numerics` works
 after torch is imported as long as nothing has been computed yet; where torch has already chosen
