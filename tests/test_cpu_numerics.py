@@ -49,6 +49,22 @@ def _train(pin: str, env: dict[str, str]) -> str:
     return run.stdout.strip()
 
 
+@pytest.fixture
+def job(monkeypatch):
+    """A process about to train, seen by `pin_cpu_numerics`: an x86-64 host, an environment of
+    its own without the pinned variables (a copy: what a pin sets must not reach the workflow
+    runs this test worker starts later, which would compute with other kernels than the tiny
+    run's) and a torch that has chosen the kernels `job.capability`."""
+    monkeypatch.setattr(cpu_numerics.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k not in PINNED})
+    state = types.SimpleNamespace(capability="AVX2")
+    cpu = types.SimpleNamespace(get_cpu_capability=lambda: state.capability)
+    monkeypatch.setitem(
+        sys.modules, "torch", types.SimpleNamespace(backends=types.SimpleNamespace(cpu=cpu))
+    )
+    return state
+
+
 @needs_avx2
 def test_pinning_inside_the_job_trains_the_bits_of_pinning_before_python_starts():
     """On an AVX-512 host a pin that did nothing would train the host's bits, which differ
@@ -58,19 +74,14 @@ def test_pinning_inside_the_job_trains_the_bits_of_pinning_before_python_starts(
     assert inside.startswith("AVX2 ")
 
 
-def test_a_variable_already_set_is_kept_and_the_others_are_set(monkeypatch):
-    monkeypatch.setattr(cpu_numerics.platform, "machine", lambda: "x86_64")
-    for name in PINNED:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("MKL_CBWR", "AUTO")
+def test_a_variable_already_set_is_kept_and_the_others_are_set(job):
+    os.environ["MKL_CBWR"] = "AUTO"
     assert pin_cpu_numerics() == {**PINNED, "MKL_CBWR": "AUTO"}
     assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
 
 
-def test_other_architectures_are_left_as_they_are(monkeypatch):
+def test_other_architectures_are_left_as_they_are(job, monkeypatch):
     monkeypatch.setattr(cpu_numerics.platform, "machine", lambda: "arm64")
-    for name in PINNED:
-        monkeypatch.delenv(name, raising=False)
     assert pin_cpu_numerics() == {}
     assert not set(PINNED) & set(os.environ)
 
@@ -92,17 +103,11 @@ def test_every_training_job_of_the_tiny_run_pins_its_code_paths_and_no_other_job
     assert len(trainings) > 3
 
 
-def test_a_pin_after_torch_chose_its_kernels_stops_the_job(monkeypatch):
+def test_a_pin_after_torch_chose_its_kernels_stops_the_job(job):
     """A job that computed before pinning would train the host's bits under a log saying
     otherwise: torch's capability, once chosen, is the one it keeps."""
-    monkeypatch.setattr(cpu_numerics.platform, "machine", lambda: "x86_64")
-    for name in PINNED:
-        monkeypatch.delenv(name, raising=False)
-    chosen = types.SimpleNamespace(get_cpu_capability=lambda: "AVX512")
-    monkeypatch.setitem(
-        sys.modules, "torch", types.SimpleNamespace(backends=types.SimpleNamespace(cpu=chosen))
-    )
+    job.capability = "AVX512"
     with pytest.raises(RuntimeError, match="kernels are AVX512, not avx2"):
         pin_cpu_numerics()
-    chosen.get_cpu_capability = lambda: "AVX2"
+    job.capability = "AVX2"
     assert pin_cpu_numerics() == PINNED
