@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from transformer_stability import cpu_numerics
-from transformer_stability.cpu_numerics import PINNED, pin_cpu_numerics
+from transformer_stability.cpu_numerics import PINNED, X86_64, pin_cpu_numerics
 
-X86 = platform.machine().lower() in {"x86_64", "amd64"}
+X86 = platform.machine().lower() in X86_64
 CPUINFO = Path("/proc/cpuinfo")
 AVX2 = X86 and CPUINFO.exists() and " avx2" in CPUINFO.read_text()
 needs_avx2 = pytest.mark.skipif(not AVX2, reason="needs an x86-64 host with AVX2")

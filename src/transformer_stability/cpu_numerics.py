@@ -26,12 +26,14 @@ log = logging.getLogger(__name__)
 
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 """The variables and the AVX2 code path each selects (a value already set is kept)."""
+X86_64 = frozenset({"x86_64", "amd64"})
+"""The names `platform.machine()` gives an x86-64 host (lower case): the hosts pinned."""
 
 
 def pin_cpu_numerics() -> dict[str, str]:
     """Select the AVX2 code paths of ATen, MKL and oneDNN for this process (x86-64 only: other
     hosts have one set of kernels) before it computes anything; the variables in effect."""
-    if platform.machine().lower() not in {"x86_64", "amd64"}:
+    if platform.machine().lower() not in X86_64:
         return {}
     for name, value in PINNED.items():
         os.environ.setdefault(name, value)
