@@ -7,6 +7,9 @@ cores it keeps busy: this, not `--durations` (which counts a test waiting for th
 run or a lock), says what shortening a test would save.
 
     .venv/bin/python bench/suite_cpu.py [pytest arguments, e.g. -m "not slow"]
+
+With TS_SUITE_CPU_KEEP=<folder>, every test's record stays there (one JSON file per worker:
+test, CPU s in pytest, CPU s in subprocesses, wall s).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 import pytest
 
 RECORDS_ENV = "TS_SUITE_CPU_RECORDS"
+KEEP_ENV = "TS_SUITE_CPU_KEEP"  # a folder to keep each worker's records in, for a closer look
 
 
 def _cpu_seconds() -> tuple[float, float]:
@@ -70,7 +74,8 @@ def report(folder: Path, top: int = 30) -> str:
 
 def main(args: list[str]) -> int:
     bench = Path(__file__).resolve().parent
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = os.environ.get(KEEP_ENV) or scratch
         env = {**os.environ, RECORDS_ENV: folder}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(bench), env.get("PYTHONPATH")]))
         command = [sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p", "suite_cpu", *args]

@@ -43,6 +43,7 @@ class TrainItem:
     lr: float
     final_lr_fraction: float
     p_range: tuple[float, float] | None  # regression only: the loss exponent's ramp
+    polish_iterations: int  # regression only (0 for classification): the minimax polish's
     logit_scale: float | None  # classification only (None: regression, which has no logits)
     final_logit_scale: float | None
     dtype: str  # float32 | float64, resolved to a torch dtype in the job
@@ -142,6 +143,7 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
                     lr=sweep["lr"],
                     final_lr_fraction=training["final_lr_fraction"],
                     p_range=None if classification else (sweep["p_start"], sweep["p_end"]),
+                    polish_iterations=0 if classification else sweep["polish_iterations"],
                     logit_scale=training["logit_scale"] if classification else None,
                     final_logit_scale=training["final_logit_scale"] if classification else None,
                     dtype=training["dtype"],

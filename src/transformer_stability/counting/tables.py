@@ -170,6 +170,12 @@ class Training(Construction):
     max_error: Series[float] = pa.Field(
         ge=0, nullable=True, metadata=INF, description="NaN: classification, diverged"
     )
+    adam_max_error: Series[float] = pa.Field(
+        ge=0,
+        nullable=True,
+        metadata=INF,
+        description="the largest error after Adam, before the minimax polish; NaN: not polished",
+    )
     logit_margin: Series[float] = _free("NaN: regression, diverged")
     relative_margin: Series[float] = pa.Field(
         ge=0, nullable=True, metadata=INF, description="NaN: not exact"

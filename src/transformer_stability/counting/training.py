@@ -22,6 +22,7 @@ from transformer_stability.counting.model import (
     grid_forward,
     grid_representation,
 )
+from transformer_stability.counting.polish import polish_runs
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class TrainConfig:
     dtype: torch.dtype = torch.float64
     device: str = "cpu"
     edges_only: bool = False  # train on m = 0 and c + m = L (evaluation: the whole grid)
+    polish_iterations: int = 0  # regression: SLSQP steps of the minimax polish (polish.py); 0: none
 
 
 def init_params(spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: str) -> Params:
@@ -253,8 +255,10 @@ def train_runs(
     with cosine decay and normalised steps (lr x B: every step moves a vector by the same
     fraction of its allowed norm, so the landscape looks alike at every B; unconstrained runs:
     lr x 1, whatever L); regression minimises an annealed p-mean error, classification a
-    cross-entropy with a ramped logit scale. Metrics on the whole grid, in cfg.dtype and in
-    float32 (`accuracy_float32`)."""
+    cross-entropy with a ramped logit scale; with cfg.polish_iterations, each constrained
+    regression run is then polished on its largest error (polish.py; `adam_max_error`: its
+    largest error before, NaN where nothing was polished). Metrics on the whole grid, in
+    cfg.dtype and in float32 (`accuracy_float32`)."""
     points = extreme_points if cfg.edges_only else grid_points
     c_np, m_np = points(spec.length)
     c = torch.from_numpy(c_np).to(cfg.device)
@@ -287,7 +291,13 @@ def train_runs(
     packed.buffer.requires_grad_(False)
     params = packed.params()
     c, m = (torch.from_numpy(v).to(cfg.device) for v in grid_points(spec.length))
-    metrics = evaluate(spec, params, c, m)
+    adam_error = np.full(len(bounds), np.nan)
+    if cfg.polish_iterations and spec.readout == "regression" and finite.any():
+        adam_error = np.where(
+            finite.cpu().numpy(), evaluate(spec, params, c, m)["max_error"], np.nan
+        )
+        params = polish_runs(spec, params, bound, cfg.polish_iterations)
+    metrics = evaluate(spec, params, c, m) | {"adam_max_error": adam_error}
     return metrics | {"accuracy_float32": float32_accuracy(spec, params, c, m)}, params
 
 

@@ -42,6 +42,7 @@ def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
         dtype=resolve_dtype(item.dtype),
         device=str(device),
         edges_only=item.edges_only,
+        polish_iterations=item.polish_iterations,
         **extra,
     )
 
