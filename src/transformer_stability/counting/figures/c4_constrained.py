@@ -224,7 +224,10 @@ vector is rescaled to norm at most B (steps of lr x B; {{ config["counting"]["tr
 }}; a p-mean of \\|y - c\\| with p rising from
 {{ config["counting"]["training"]["regression"]["p_start"] }} to
 {{ config["counting"]["training"]["regression"]["p_end"] }},
-{{ config["counting"]["training"]["regression"]["steps"] }} steps). Every bound of a fixed grid,
+{{ config["counting"]["training"]["regression"]["steps"] }} steps, then a float64 minimax polish of
+the largest error within the ball, at most
+{{ config["counting"]["training"]["regression"]["polish_iterations"] }} SLSQP steps per solve).
+Every bound of a fixed grid,
 B = {{ config["counting"]["training"]["regression"]["ratios"] | sort | join(", ") }} times the
 theory's lower bound at L, is trained with each of {{ config["counting"]["training"]["seeds"] }}
 seeds, all in one batched program per L; no search, so nothing assumes that success is monotone
