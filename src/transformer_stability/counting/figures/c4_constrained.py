@@ -200,8 +200,8 @@ def plot_constrained(
     )
     ax_err.legend(fontsize=7, frameon=False)
     fig.suptitle(
-        f"C4: norm-constrained training (projected Adam) on a grid of B x seeds, learned "
-        f"post-norm, d = {d}"
+        f"C4: norm-constrained training (projected Adam, then a minimax polish) on a grid of "
+        f"B x seeds, learned post-norm, d = {d}"
     )
     return fig
 
