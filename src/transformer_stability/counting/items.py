@@ -43,7 +43,7 @@ class TrainItem:
     lr: float
     final_lr_fraction: float
     p_range: tuple[float, float] | None  # regression only: the loss exponent's ramp
-    polish_iterations: int  # regression only (0 for classification): the minimax polish's
+    polish_iterations: int  # regression only (0 for classification): SLSQP steps per solve
     logit_scale: float | None  # classification only (None: regression, which has no logits)
     final_logit_scale: float | None
     dtype: str  # float32 | float64, resolved to a torch dtype in the job
