@@ -16,10 +16,8 @@ import numpy as np
 import torch
 
 from transformer_stability.counting.model import ModelSpec
-from transformer_stability.counting.theory import lower_bound
+from transformer_stability.counting.theory import HALF, lower_bound
 from transformer_stability.counting.training import TrainConfig, train_runs
-
-HALF = 0.5  # exact: every |y - c| below it
 
 
 def main() -> None:
