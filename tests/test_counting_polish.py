@@ -57,6 +57,17 @@ def test_polish_never_worsens_a_run_and_makes_adam_s_runs_exact_above_the_bound(
     assert (after[1:3] < 0.5).all()  # 1.1 and 1.3 x the lower bound: exact after the polish
 
 
+def test_every_seed_polishes_to_the_same_minimax_error():
+    """The largest error within the ball has one minimum at (L, B), whatever Adam left: three
+    seeds, whose Adam errors differ by tenths, end at the same largest error to 1e-7."""
+    scale = lower_bound(REGRESSION.placement, REGRESSION.length, REGRESSION.d)
+    asked = TrainConfig(**{**SHORT.__dict__, "polish_iterations": 200})
+    metrics, _ = train_runs(REGRESSION, [1.1 * scale] * 3, [0, 1, 2], asked)
+    assert np.ptp(metrics["adam_max_error"]) > 0.05
+    assert np.ptp(metrics["max_error"]) < 1e-7
+    assert (metrics["max_error"] < metrics["adam_max_error"]).all()
+
+
 def test_no_run_is_exact_below_the_lower_bound_after_the_polish(polished):
     assert _largest_errors(REGRESSION, polished)[0] >= 0.5
 
@@ -116,3 +127,5 @@ def test_polish_refuses_a_classification_read_out(trained):
     bounds, params = trained
     with pytest.raises(ValueError, match="regression"):
         polish.polish_runs(spec, params, bounds, 10)
+    with pytest.raises(ValueError, match="a regression run"):
+        polish._Layout(init_params(spec, [0], torch.float64, "cpu"))
