@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 # once: a machine that sets PYTHONDONTWRITEBYTECODE would otherwise recompile torch in every job.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: reproduce test test-fast chromium lock lint format report results-page dry-run clean-results mutation \
+.PHONY: reproduce test test-workflow test-fast chromium lock lint format report results-page dry-run clean-results mutation \
 	bench-paper
 
 # (Re)install only when the lock (or the package's own metadata) changes: the exact versions of
@@ -55,20 +55,25 @@ lock:
 reproduce: $(STAMP)
 	$(BIN)/snakemake --cores all
 
-# Chromium for the report's browser test: installed where apt-get and root allow (beside the
-# environment's install: a sub-make runs both at once, and under `make -n` it only prints
-# them), else a warning (pytest's summary repeats it). On every core: the slow tests share one
-# tiny run (tests/conftest.py).
-test:
+# The tests in three tiers (docs/development.md#tests), each on every core. `make test`: every
+# test but the end-to-end ones (marked workflow), the science's checks and the workflow's plans
+# (dry runs) included. `make test-workflow`: the end-to-end tests, which share one tiny run of
+# the whole DAG (tests/conftest.py); Chromium for the report's browser test is installed first,
+# where apt-get and root allow (beside the environment's install: a sub-make runs both at once,
+# and under `make -n` it only prints them), else a warning (pytest's summary repeats it).
+# `make test-fast`: neither the workflow tests nor those that start Snakemake or torch processes.
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not workflow" -n auto
+
+test-workflow:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) chromium
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -m workflow -n auto
 
 chromium:
 	@bash .ci/install-chromium
 
-# Everything but the end-to-end runs of the workflow (tests marked slow), on every core.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n auto
+	$(BIN)/python -m pytest -m "not slow and not workflow" -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

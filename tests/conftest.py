@@ -122,11 +122,15 @@ def _tiny_run_in(workdir: Path) -> TinyRun:
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, worker_id) -> TinyRun:
+def tiny_run(request, tmp_path_factory, worker_id) -> TinyRun:
     """The whole DAG of the tiny config, run once per session from scratch: the one end-to-end run
     of the suite. Tests read it, or change a copy of it (`copy_of_run`); the determinism, resume
     and SLURM tests check their tables against it. Under pytest-xdist the workers share it: the
-    first to need it runs it while the others wait on a lock, then read its outcome."""
+    first to need it runs it while the others wait on a lock, then read its outcome. A session
+    that deselects the workflow tests (`make test`) never starts it: a test that takes it by name
+    (`request.getfixturevalue`) must be marked workflow itself."""
+    if "not workflow" in request.config.getoption("markexpr"):
+        pytest.fail("a test that needs the tiny run is not marked workflow")
     if worker_id == "master":
         return _tiny_run_in(tmp_path_factory.mktemp("tiny_run"))
     shared = tmp_path_factory.getbasetemp().parent  # the session's folder, above the workers'
@@ -207,14 +211,20 @@ def pytest_terminal_summary(terminalreporter) -> None:
         print(message, file=sys.stderr)
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marker it adds is selected on
 def pytest_collection_modifyitems(items) -> None:
-    """The end-to-end tests last: under pytest-xdist the other worker runs the fast tests while
-    the first slow test waits for the shared tiny run. Of those, the SLURM test first: it holds
+    """Every test that needs the shared tiny run is an end-to-end test (marked `workflow`, which
+    `make test-workflow` runs and `make test` leaves out), so no test can read the run from the
+    wrong tier. The end-to-end tests last: under pytest-xdist the other worker runs the others
+    while the first one waits for the shared tiny run. Of those, the SLURM test first: it holds
     the sources lock shared for a minute of mostly waiting on its executor, and the tests that
     edit a module (test_reruns) wait for it; early, the other worker has other tests to run."""
+    for item in items:
+        if "tiny_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.workflow)
     items.sort(
         key=lambda item: (
-            item.get_closest_marker("slow") is not None,
+            item.get_closest_marker("workflow") is not None,
             item.path.name != "test_slurm.py",
         )
     )

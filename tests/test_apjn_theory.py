@@ -197,6 +197,7 @@ def test_local_exponent_passes_the_midpoint_at_the_crossover(n_tokens):
     assert 1 < ratio < 20  # the prefactor ~ q0/c times Gamma factors, independent of N
 
 
+@pytest.mark.slow
 def test_preln_fits_match_zeta_minus_below_and_zeta_plus_above_the_crossover():
     """At rho = 1: N = 196, depths 3e2..3e3 (far below L* ~ 2e7) fit zeta_- ; N = 4, depths
     2e4..2e5 (far above L* ~ 90) fit zeta_+. Two-sided: the residual share of the other mode
@@ -248,6 +249,7 @@ def test_derf_grows_as_a_stretched_exponential_with_the_predicted_slope(alpha):
     assert _slope(np.log(depth), np.log(log_j[depth])) == pytest.approx(0.5, abs=0.02)
 
 
+@pytest.mark.slow
 def test_dyt_behaves_like_derf_at_a_smaller_alpha():
     log_j = end_to_end_log_apjn("dyt", 1.0, VIT_B, 1.0, 0.2, max_depth=10_000)
     depth = np.arange(1_000, 10_001)

@@ -271,6 +271,7 @@ def test_an_items_table_has_a_row_per_run_in_its_order_with_its_settings():
     assert (at_init == 1).all() and table["theory_log_apjn"].nunique() == 8
 
 
+@pytest.mark.slow
 def test_an_item_trained_in_segments_equals_one_training(caplog):
     assert [segment_end(ITEM, k) for k in (1, 2)] == [2, 4]
     with caplog.at_level(logging.INFO, logger="transformer_stability.apjn.training"):

@@ -43,6 +43,7 @@ def test_linear_attention_construction_is_exact_at_4096():
     assert found.max_norm == pytest.approx(math.sqrt(2), rel=1e-6)  # d = 8: exactly sqrt 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("readout", ["regression", "classification"])
 @pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("length", [5, 16])
@@ -264,6 +265,7 @@ def test_no_norm_b_tokens_grow_to_the_largest_norm_at_any_width(d):
     assert float(found.params.e_b.norm()) == pytest.approx(found.max_norm, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_bare_postnorm_pays_only_for_its_narrower_band():
     """The geometry comes from the optimal arc at the band 1/2 - margin - 0.01 and B grows as
     (band)^(-1/2): at L = 16 (default margin 0.02) the construction is within that factor of

@@ -38,6 +38,7 @@ def polished(trained):
     return polish.polish_runs(REGRESSION, params, bounds, iterations=200)
 
 
+@pytest.mark.slow
 def test_polish_keeps_every_vector_in_its_ball_and_leaves_unconstrained_runs_alone(
     trained, polished
 ):
@@ -57,6 +58,7 @@ def test_polish_never_worsens_a_run_and_makes_adam_s_runs_exact_above_the_bound(
     assert (after[1:3] < 0.5).all()  # 1.1 and 1.3 x the lower bound: exact after the polish
 
 
+@pytest.mark.slow
 def test_every_seed_polishes_to_the_same_minimax_error():
     """The largest error within the ball has one minimum at (L, B), whatever Adam left: three
     seeds, whose Adam errors differ by tenths, end at the same largest error to 1e-7."""
@@ -110,6 +112,7 @@ def test_the_working_set_starts_on_the_grid_edges_and_grows_by_the_worst_violato
     assert seen == [first, first | worst]
 
 
+@pytest.mark.slow
 def test_train_runs_polishes_only_constrained_regression_runs_when_asked(trained):
     bounds, _ = trained
     asked = TrainConfig(**{**SHORT.__dict__, "polish_iterations": 50})

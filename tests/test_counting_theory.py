@@ -208,6 +208,7 @@ def test_the_optimal_arc_is_no_worse_than_other_geometries():
         assert found is None or arc.value <= found[0] * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_postnorm_bounds_follow_the_spec_constants_and_predicted_exponents():
     """K_min ~ L^{3/2}/(4 sqrt2): B ~ L^{3/2}/(4 sqrt(2d)) bare, L^{3/4}/(2^{5/4}(d-1)^{1/4})."""
     length, d = 512, 8
@@ -232,6 +233,7 @@ def test_no_norm_exponent_is_the_quarter_square_slope():
     assert predicted_exponent("post_learned", "classification") == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["none", "post_bare", "post_learned"])
 def test_lower_bound_diverges_as_the_allowed_error_vanishes_at_the_predicted_rate(placement):
     """B(e) ~ e^-k at fixed L: the local exponent between e = 0.05 and 0.025 at L = 64."""
@@ -269,6 +271,7 @@ def test_bare_prenorm_cannot_score_a_tokens_above_the_query():
     assert minimal_gain(2).gain < 1.5 * 0.9
 
 
+@pytest.mark.slow
 def test_bare_postnorm_pays_for_its_bias_and_a_learned_gain_does_not():
     """Bare: |b0| <= B binds at short L, above the bias-free LP; learned: the bias comes from
     <u, beta> and is free, below the bias-bounded LP (d = 8, L = 8)."""
@@ -302,6 +305,7 @@ def _arc_value(length: int, scale: float, bounded: bool):
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("length", "scale", "bounded"),
     [(32, math.sqrt(8), True), (32, math.sqrt(7), False)],

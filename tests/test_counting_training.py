@@ -65,6 +65,7 @@ def test_batched_runs_equal_separate_runs():
             np.testing.assert_allclose(together[key][i], values[0], rtol=1e-9, equal_nan=True)
 
 
+@pytest.mark.slow
 def test_small_bound_splits_regression_from_classification():
     """At L = 10 and B = 1 classification learns to count exactly, while regression cannot: its
     lower bound (about 1.5) exceeds B, which the projection must enforce."""
@@ -86,6 +87,7 @@ def test_logit_scale_ramps_geometrically_from_start_to_end():
     np.testing.assert_allclose(scales.T.numpy(), expected)
 
 
+@pytest.mark.slow
 def test_a_training_item_trains_every_ratio_with_every_seed_then_unconstrained(schema):
     from transformer_stability.config import validate_config
     from transformer_stability.counting.items import train_items

@@ -65,6 +65,7 @@ def job(monkeypatch):
     return state
 
 
+@pytest.mark.slow
 @needs_avx2
 def test_pinning_inside_the_job_trains_the_bits_of_pinning_before_python_starts():
     """On an AVX-512 host a pin that did nothing would train the host's bits, which differ

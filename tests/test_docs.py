@@ -217,6 +217,7 @@ def test_make_commands_in_the_docs_name_existing_targets(arguments):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_make_report_in_a_directory_without_a_run_says_what_to_do(tmp_path):
     """`make report` for real (its recipe with this interpreter, no install): where no run
     recorded its configuration it stops and names the command to run first."""

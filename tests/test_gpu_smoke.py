@@ -20,6 +20,7 @@ CPU = torch.device("cpu")
 
 
 @pytest.mark.slow
+@pytest.mark.workflow  # it runs two sweeps' items end to end, each in a job's process
 def test_gpu_smoke_runs_the_meter_item_by_item_and_records_apart(tmp_path):
     results, records = tmp_path / "results.md", tmp_path / "records.json"
     before = (ROOT / "bench/RESULTS.md").read_bytes()

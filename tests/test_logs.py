@@ -4,6 +4,8 @@ that ends it; and what it is spared (torch's jit.script deprecation note from fo
 import subprocess
 import sys
 
+import pytest
+
 FAILING_JOB = """
 import sys
 from transformer_stability.logs import setup_logging
@@ -39,6 +41,7 @@ with quiet_forward_mode():
 """
 
 
+@pytest.mark.slow
 def test_forward_mode_is_quiet_about_torch_internals_only():
     """A fresh process: torch loads its jvp decompositions (and warns) once per process."""
     run = subprocess.run(

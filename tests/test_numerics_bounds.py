@@ -229,6 +229,7 @@ def test_shifting_removes_the_offset_from_the_error_and_a_sink_silences_logit_er
     assert gain_sink.max() < gain_flat.min() / 100
 
 
+@pytest.mark.slow
 def test_lipschitz_table_keeps_each_draws_weights_and_stays_below_its_bounds():
     cfg = {
         "dim": 4,

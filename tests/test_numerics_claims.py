@@ -465,6 +465,7 @@ STATISTICS = {
 }
 
 
+@pytest.mark.slow
 def test_every_claim_names_its_statistic(checked):
     errors = pd.concat([errors_frame(), _trained(errors_frame())])
     tables = bound_tables(checked) | gpt2_tables(checked, errors=errors)

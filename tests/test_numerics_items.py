@@ -98,6 +98,7 @@ def test_every_item_of_a_model_builds_the_identical_model():
         assert torch.equal(tensor, again[name]), name
 
 
+@pytest.mark.slow
 def test_chunk_tables_gather_into_the_same_tables_however_the_sweep_is_chunked(tmp_path):
     items = group_items(_numerics(alphas=[0.1, 10.0], precisions=["fp32", "bf16"]), seed=0)
     cpu = torch.device("cpu")

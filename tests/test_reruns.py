@@ -153,6 +153,7 @@ def results_alone(tiny_run, tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow  # on a copy of the tiny run, taken by name below
 @pytest.mark.parametrize("metadata", [True, False], ids=["with_metadata", "results_alone"])
 @pytest.mark.parametrize("key", sorted(CHANGES))
 def test_changing_a_setting_replans_the_rules_whose_tables_depend_on_it(
@@ -200,6 +201,7 @@ def _run_in_checkout(checkout: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow  # it runs two of the tiny config's jobs
 def test_a_moved_checkout_replans_nothing(tmp_path):
     """Jobs record their input paths; code inputs inside the checkout are named relative to it,
     so a checkout moved (or copied with its results and .snakemake) is up to date where it lands."""

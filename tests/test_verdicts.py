@@ -266,6 +266,7 @@ def test_bootstrap_counts_the_units_of_the_smallest_stratum_and_is_reproducible(
     assert counted["mean"].units == 3
 
 
+@pytest.mark.slow
 def test_bootstrap_draws_with_its_seed_and_pairs_each_label_with_its_own_draws():
     frame = pd.DataFrame({"seed": range(12), "x": np.linspace(0.0, 1.0, 12) ** 2})
 
@@ -331,6 +332,7 @@ def _verdict_at(noise: np.ndarray, mu: float, sigma: float, criterion) -> str:
     return Term("mean", estimate["m"], criterion).verdict
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 10_000),

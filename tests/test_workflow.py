@@ -13,6 +13,7 @@ from transformer_stability.registry import FIGURES as REGISTRY
 FIGURES = [figure.pdf for figure in REGISTRY.values()]
 
 
+@pytest.mark.slow
 def test_dry_run_lists_every_figure_target(tmp_path):
     result = run_snakemake(tmp_path, "-n")
     assert result.returncode == 0, result.stderr
@@ -40,6 +41,7 @@ def _priorities(output: str) -> dict[str, list[int]]:
     return found
 
 
+@pytest.mark.slow
 def test_bad_config_stops_before_any_job(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("apjn:\n  variants:\n    - {norm: batchnorm}\n")
