@@ -1,8 +1,8 @@
-"""The report in a real browser (Debian's `chromium`, headless, driven by Playwright; `make test`
-installs it when missing, and says loudly when it could not): the landing page opens on the
-run's description and claims, its configuration collapsed below; every figure of the run opens
-as an image the browser has decoded, at the PNG's size and at least half the window wide, with
-no PDF viewer needed; no caption renders a docutils error."""
+"""The report in a real browser (Debian's `chromium`, headless, driven by Playwright; `make
+test-workflow` installs it when missing, and says loudly when it could not): the landing page
+opens on the run's description and claims, its configuration collapsed below; every figure of
+the run opens as an image the browser has decoded, at the PNG's size and at least half the
+window wide, with no PDF viewer needed; no caption renders a docutils error."""
 
 import subprocess
 from pathlib import Path
