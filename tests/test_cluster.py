@@ -176,6 +176,39 @@ def test_a_rule_slower_per_flop_than_the_median_gets_its_time_scaled_and_no_rule
     assert slow.minutes > RulePlan("c", 1, "i", Work(6e15)).minutes
 
 
+def test_a_rule_is_requested_by_its_longest_item_and_metered_by_its_most_device_work():
+    """Host seconds (Study C's polish) lengthen a job but no GPU rate shortens them: the request
+    is the longest item's estimate, while the meter's record, which calibrates the device's
+    rate, stays that of the item with the most device work."""
+    works = {"device": Work(1e16), "host": Work(1e15, host_seconds=3000.0)}
+    measured = {"r": {"rule": "r", "item": "device", "wall_s": 1.0, "work_ratio": 1.0}}
+
+    class Sweep:
+        rule, segment_rule = "r", "r_segment"
+
+        @staticmethod
+        def items(config, seed):
+            return [type("Item", (), {"id": key})() for key in works]
+
+        @staticmethod
+        def work(item):
+            return works[item.id]
+
+    study = type("Study", (), {"name": "s"})
+    config = {"studies": ["s"], "s": {}, "seed": 0}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cluster_plan, "SWEEPS", {"r": Sweep})
+        patch.setattr(cluster_plan, "sweep_study", lambda sweep: study)
+        patch.setattr(cluster_plan, "sweep_segments", lambda items: 1)
+        (planned,) = plan(config, measured)
+    assert planned.largest == "host" and planned.work == works["host"]
+    assert planned.measured is measured["r"]
+    assert planned.seconds == pytest.approx(STARTUP_SECONDS + 1e15 / FLOP_PER_SECOND + 3000)
+    assert Work(1e15, host_seconds=3000.0).part(3).host_seconds == pytest.approx(1000)
+    (counting,) = [p for p in PLANS if p.rule == "counting_training"]
+    assert counting.work.host_seconds > 0 and counting.measured is not None
+
+
 @pytest.mark.parametrize("rule", [p.rule for p in PLANS])
 def test_no_planned_job_is_over_the_limit(rule):
     (planned,) = [p for p in PLANS if p.rule == rule]

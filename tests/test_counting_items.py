@@ -12,6 +12,7 @@ import pytest
 
 from transformer_stability.code_inputs import module_closure
 from transformer_stability.config import validate_config
+from transformer_stability.counting.costs import POLISH_ITERATION_SECONDS, train_work
 from transformer_stability.counting.derived_tables import (
     exponent_table,
     reference_slopes,
@@ -61,6 +62,30 @@ def test_a_training_item_has_the_bound_grid_and_unconstrained_runs_where_configu
     assert items["regression_L8"].grid == BoundGrid((0.9, 1.2), relative=True)
     assert items["classification_L16"].grid == BoundGrid((0.5,), relative=False)
     assert items["classification_L16"].edges_only and not items["regression_L8"].edges_only
+
+
+def test_the_work_of_a_training_item_counts_the_polish_of_its_constrained_regression_runs(schema):
+    """Adam's steps on the device, then per constrained regression run `polish_iterations` SLSQP
+    iterations on the host, each a + b L^2 seconds (the measured cost grows as L^2); the
+    unconstrained runs and the classification runs are not polished."""
+    sweep = {"lengths": [8, 128], "unconstrained_lengths": [128], "ratios": [0.9, 1.2]}
+    sweep |= {"steps": 100, "polish_iterations": 50}
+    config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
+    items = {i.id: i for i in train_items(config["counting"], 0)}
+    fixed, quadratic = POLISH_ITERATION_SECONDS
+    for length in (8, 128):
+        work = train_work(items[f"regression_L{length}"])
+        polish = 3 * 2 * 50 * (fixed + quadratic * length**2)  # 3 seeds x 2 ratios
+        assert work.steps == 100 and work.host_seconds == pytest.approx(polish), length
+        assert f"polish {polish / 60:.0f} min on the host" in work.what
+    classification = train_work(items["classification_L16"])
+    assert classification.host_seconds == 0 and "polish" not in classification.what
+    unpolished = {**sweep, "polish_iterations": 0}
+    config = validate_config(
+        {"counting": {"training": {"regression": unpolished, "seeds": 3}}}, schema
+    )
+    item = next(i for i in train_items(config["counting"], 0) if i.id == "regression_L128")
+    assert train_work(item).host_seconds == 0 and "polish" not in train_work(item).what
 
 
 def test_training_items_do_not_follow_the_theory(counting):

@@ -124,21 +124,24 @@ def plan(
         items = {item.id: item for item in sweep.items(config[study], config["seed"])}
         count = sweep_segments(list(items.values()))
         works = {key: sweep.work(item).part(count) for key, item in items.items()}
+        # the meter's item: the most work on the device; the request's: the longest estimate
+        # (the same item unless an item also computes on the host)
+        metered = max(works, key=lambda key: flop_equivalent(works[key]))
         largest = max(works, key=lambda key: estimate_seconds(works[key]))
-        sweeps.append((sweep, items, count, works, largest))
+        sweeps.append((sweep, items, count, works, metered, largest))
     slowdowns = _slowdowns(
-        {sweep.rule: sweep.work(items[largest]) for sweep, items, _, _, largest in sweeps},
-        {sweep.rule: largest for sweep, _, _, _, largest in sweeps},
+        {sweep.rule: sweep.work(items[metered]) for sweep, items, _, _, metered, _ in sweeps},
+        {sweep.rule: metered for sweep, _, _, _, metered, _ in sweeps},
         measured,
     )
     plans = []
-    for sweep, items, count, works, largest in sweeps:
+    for sweep, items, count, works, metered, largest in sweeps:
         slowdown = slowdowns.get(sweep.rule, 1.0)
         total = sum(estimate_seconds(work, slowdown) for work in works.values())
         fields = {
             "host_bytes": max(host_bytes(w) for w in works.values()),
             "gpu_bytes": max(gpu_bytes(w) for w in works.values()),
-            "measured": _current(measured.get(sweep.rule), largest),
+            "measured": _current(measured.get(sweep.rule), metered),
             "slowdown": slowdown,
         }
         plans.append(RulePlan(sweep.rule, len(items), largest, works[largest], total, **fields))
@@ -150,10 +153,10 @@ def plan(
     return plans
 
 
-def _current(record: dict[str, Any] | None, largest: str) -> dict[str, Any] | None:
-    """The meter's record if it measured the item the plan sizes the rule by now (a changed
+def _current(record: dict[str, Any] | None, metered: str) -> dict[str, Any] | None:
+    """The meter's record if it measured the item the plan meters the rule by now (a changed
     preset makes it stale: `make bench-paper` measures again)."""
-    return record if record is not None and record["item"] == largest else None
+    return record if record is not None and record["item"] == metered else None
 
 
 def _slowdowns(
@@ -189,7 +192,8 @@ def table(plans: list[RulePlan]) -> str:
     lines = [
         f"Each request is {STARTUP_SECONDS / 60:g} minutes of start-up plus the largest item's "
         f"work at {FLOP_PER_SECOND / 1e12:g} TFLOP/s, times the rule's slowdown, and "
-        f"{SECONDS_PER_STEP * 1e3:g} ms per sequential step, times {MARGIN:g}, rounded up to "
+        f"{SECONDS_PER_STEP * 1e3:g} ms per sequential step, plus what it computes on the host "
+        f"(Study C's polish), times {MARGIN:g}, rounded up to "
         f"{GRANULE_MIN} minutes; none may exceed {LIMIT_MIN} minutes. The slowdown calibrates the "
         "FLOP count by `bench/paper_scale.py`: the median measured rule's FLOP rate on the "
         "meter's machine over this rule's, at least 1 (the work a count leaves out, like "

@@ -13,12 +13,15 @@ from dataclasses import dataclass, replace
 class Work:
     """An item's cost: its floating-point operations, and its sequential steps (optimizer steps of
     a small batched program, each a chain of kernel launches) that bound a job whose arithmetic
-    is small. `what` says how the count was made, for the plan's table."""
+    is small, and the seconds it computes on the host's CPU whatever the device (`host_seconds`:
+    Study C's float64 polish), which no GPU rate speeds up. `what` says how the count was made,
+    for the plan's table."""
 
     flop: float
     steps: int = 0
     what: str = ""
     memory_bytes: float = 0.0  # what the item holds at its peak, beside a job's fixed overhead
+    host_seconds: float = 0.0
 
     def part(self, segments: int) -> Work:
         """One of `segments` equal consecutive parts of this work."""
@@ -26,7 +29,11 @@ class Work:
             return self
         steps = math.ceil(self.steps / segments)
         return replace(
-            self, flop=self.flop / segments, steps=steps, what=f"{self.what}, 1/{segments}"
+            self,
+            flop=self.flop / segments,
+            steps=steps,
+            host_seconds=self.host_seconds / segments,
+            what=f"{self.what}, 1/{segments}",
         )
 
 
@@ -77,8 +84,9 @@ MAX_SEGMENTS = 100
 
 def estimate_seconds(work: Work, slowdown: float = 1.0) -> float:
     """One job's estimate: start-up, arithmetic at the sustained rate (divided by the rule's
-    measured `slowdown`: work the FLOP count leaves out), sequential steps."""
-    return STARTUP_SECONDS + slowdown * work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
+    measured `slowdown`: work the FLOP count leaves out), sequential steps, the host's share."""
+    device = slowdown * work.flop / FLOP_PER_SECOND + work.steps * SECONDS_PER_STEP
+    return STARTUP_SECONDS + device + work.host_seconds
 
 
 def request_minutes(work: Work, slowdown: float = 1.0) -> int:
@@ -88,7 +96,8 @@ def request_minutes(work: Work, slowdown: float = 1.0) -> int:
 
 
 def flop_equivalent(work: Work) -> float:
-    """The work in FLOP, a sequential step counted at the plan's own exchange rate."""
+    """The work on the device in FLOP, a sequential step counted at the plan's own exchange rate
+    (the host's seconds left out: the meter calibrates the device's rate)."""
     return work.flop + work.steps * SECONDS_PER_STEP * FLOP_PER_SECOND
 
 

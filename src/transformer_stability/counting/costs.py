@@ -7,17 +7,37 @@ from __future__ import annotations
 from transformer_stability.counting.items import TrainItem
 from transformer_stability.work import TRAIN_FACTOR, Work, dtype_bytes
 
+POLISH_ITERATION_SECONDS = (5e-3, 3.3e-6)
+"""One iteration of the minimax polish (an SLSQP step on a run's working set: the errors of
+about 2 L points and their exact Jacobian, each point a forward over L tokens, in float64 on the
+host whatever the device) takes about a + b L^2 seconds: 9, 13, 58 and 219 ms were measured at
+L = 16, 64, 128 and 256 (one thread of the 2-core reference VM, bench/RESULTS.md)."""
+
+
+def polish_seconds(item: TrainItem) -> float:
+    """The polish of the item's constrained regression runs, one run after another: each run's
+    first working-set solve at its iteration limit (the runs measured stopped there or before,
+    and needed no second round)."""
+    if item.readout != "regression" or not item.polish_iterations or item.grid is None:
+        return 0.0
+    runs = len(item.seeds) * len(item.grid.ratios)
+    fixed, quadratic = POLISH_ITERATION_SECONDS
+    return runs * item.polish_iterations * (fixed + quadratic * item.length**2)
+
 
 def train_work(item: TrainItem) -> Work:
     """One full-batch training of every run (grid bounds x seeds, plus the unconstrained
-    seeds): sequential steps bound it. Per training point and run a forward costs about 20 d
-    (scores of the two token kinds, softmax weights, norm) plus 2 K d for a K-way read-out;
-    memory: about as many numbers, kept for the backward pass, in the item's dtype."""
+    seeds), then the polish of the constrained regression runs: sequential steps bound it. Per
+    training point and run a forward costs about 20 d (scores of the two token kinds, softmax
+    weights, norm) plus 2 K d for a K-way read-out; memory: about as many numbers, kept for the
+    backward pass, in the item's dtype."""
     runs = len(item.seeds) * ((len(item.grid.ratios) if item.grid else 0) + item.unconstrained)
     full = (item.length + 1) * (item.length + 2) // 2
     points = 2 * (item.length + 1) if item.edges_only else full
     classes = item.length + 1 if item.readout == "classification" else 1
     per_step = runs * points * (20 + 2 * classes) * item.width
+    polish = polish_seconds(item)
     what = f"{runs} runs x {item.steps} steps, {points} points, {item.readout}"
+    what += f", polish {polish / 60:.0f} min on the host" if polish else ""
     memory = dtype_bytes(item.dtype) * per_step
-    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what, memory)
+    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what, memory, polish)
