@@ -61,7 +61,7 @@ reproduce: $(STAMP)
 # the whole DAG (tests/conftest.py); Chromium for the report's browser test is installed first,
 # where apt-get and root allow (beside the environment's install: a sub-make runs both at once,
 # and under `make -n` it only prints them), else a warning (pytest's summary repeats it).
-# `make test-fast`: neither the workflow tests nor those that start Snakemake or torch processes.
+# `make test-fast`: neither the workflow tests nor those marked slow (seconds each, pyproject.toml).
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not workflow" -n auto
 
