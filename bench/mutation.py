@@ -10,9 +10,10 @@ temporary folder first: the checkout and its editable install stay untouched whi
     python bench/mutation.py --study counting theory rates [--show] [--keep DIR]
     python bench/mutation.py --study numerics claims  # a package: each of its modules
 
-Tests: the study's fast tests (tests/test_<study>_*.py, not marked slow, or those matching
-`--tests`, e.g. `--tests theory kernels` for two files); mutmut runs, for
-each mutant, only those that executed the mutated function. The score counts timeouts as
+Tests: the study's tests but the end-to-end ones (tests/test_<study>_*.py, not marked workflow,
+the seconds-long ones marked slow included, or those matching `--tests`, e.g. `--tests theory
+kernels` for two files); mutmut runs, for each mutant, only those that executed the mutated
+function. The score counts timeouts as
 killed (shown apart: a hang that is not the mutant's, like torch's thread pool in a forked
 process, would look the same; hence mutmut's fork server) and untested mutants as
 survivors. Mutants judged equivalent (no test can tell them
@@ -67,7 +68,7 @@ def mutmut_config(workdir: Path, modules: list[str], tests: list[str]) -> str:
         return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
     beside = sorted(entry.name for entry in workdir.iterdir() if entry.name not in {"src", "tests"})
-    pytest_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not slow", "-q"]
+    pytest_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not workflow", "-q"]
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["src/"]\n'

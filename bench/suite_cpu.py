@@ -6,7 +6,7 @@ On a two-core machine the suite is CPU-bound, so its wall time is about its CPU 
 cores it keeps busy: this, not `--durations` (which counts a test waiting for the shared tiny
 run or a lock), says what shortening a test would save.
 
-    .venv/bin/python bench/suite_cpu.py [pytest arguments, e.g. -m "not slow"]
+    .venv/bin/python bench/suite_cpu.py [pytest arguments, e.g. -m "not workflow"]
 
 With TS_SUITE_CPU_KEEP=<folder>, every test's record stays there (one JSON file per worker:
 test, CPU s in pytest, CPU s in subprocesses, wall s).
