@@ -99,7 +99,7 @@ def test_the_training_exponent_is_fitted_beside_the_lower_bound_on_the_same_leng
         }
     )
     empty = pd.DataFrame(columns=["attention", "d", "placement", "readout", "bound", "L", "bmin"])
-    precision = pd.DataFrame(columns=["readout", "source", "d", "placement", "L"])
+    precision = pd.DataFrame(columns=["readout", "source", "d", "placement", "L", "B"])
     rates = rates_table(empty, empirical, precision, 2).set_index("source")
     trained, beside = rates.loc["training"], rates.loc["training_bound"]
     assert (trained["fit_from"], trained["fit_to"]) == (16, 32)  # the unreached 64 drops out
@@ -171,7 +171,9 @@ def _theory_curves(lengths: list[int]) -> pd.DataFrame:
 
 
 def _margins(lengths: list[int]) -> pd.DataFrame:
-    """Relative margins of constructions and runs; the exponent names the row as above."""
+    """Relative margins of constructions and runs; the exponent names the row as above. The
+    runs' best heads fall one power of L slower than their own margin; runs at a larger bound
+    (B = 1) fall ten powers faster: no rate may read them."""
     rows = [
         {
             "placement": placement,
@@ -179,12 +181,15 @@ def _margins(lengths: list[int]) -> pd.DataFrame:
             "source": source,
             "d": d,
             "L": length,
-            "relative_margin": value,
+            "B": bound,
+            "relative_margin": value * (length**-10 if bound == 1.0 else 1.0),
+            "best_head_margin": value * length,
         }
         for placement, p in (("none", -2.0), ("post_learned", -3.0))
         for readout in ("classification", "regression")
         for source in ("construction", "training")
         for d in (8, 16)
+        for bound in ((0.5, 1.0) if source == "training" else (math.inf,))
         for length, value in zip(
             lengths,
             _law(lengths, p - (readout == "regression") - (source == "training") - d / 8),
@@ -234,8 +239,42 @@ def test_rates_fit_the_softmax_smallest_width_curves_runs_and_margins_each_on_it
         ("none", "regression", "training_bound"): (None, 1.0, empty),
         ("none", "classification", "margin"): (-3.0, None, window),
         ("post_learned", "classification", "margin"): (-4.0, None, window),
+        ("none", "classification", "trained_margin"): (-4.0, None, window),
+        ("none", "classification", "head_margin"): (-3.0, None, window),
+        ("post_learned", "classification", "trained_margin"): (-5.0, None, window),
+        ("post_learned", "classification", "head_margin"): (-4.0, None, window),
     }
     assert got == expected and len(rates) == len(expected)
+
+
+def test_a_trained_margin_rate_skips_lengths_where_fewer_than_half_the_seeds_are_exact():
+    """Per length the median over seeds; a non-exact run has no margin (NaN), and a length
+    where fewer than half the seeds have one is left out of the fit, as an unreached B_min is."""
+    lengths = [8, 16, 32, 64]
+    power = np.asarray(lengths, float)
+    runs = pd.DataFrame(
+        {
+            "placement": "post_learned",
+            "readout": "classification",
+            "source": "training",
+            "d": 8,
+            "L": np.repeat(lengths, 4),
+            "B": 0.5,
+            "seed": np.tile(range(4), 4),
+            "relative_margin": np.repeat(power**-4.0, 4) * np.tile([0.5, 1, 1, 2], 4),
+            "best_head_margin": np.repeat(power**-2.0, 4),
+        }
+    )
+    runs.loc[(runs["L"] == 64) & (runs["seed"] < 3), "relative_margin"] = np.nan
+    runs.loc[(runs["L"] == 32) & (runs["seed"] == 3), "relative_margin"] = np.nan
+    empty = pd.DataFrame(columns=["attention", "d", "placement", "readout", "bound", "L", "bmin"])
+    no_runs = pd.DataFrame(columns=["placement", "readout", "L"])
+    rates = rates_table(empty, no_runs, runs, 3).set_index("source")
+    trained, head = rates.loc["trained_margin"], rates.loc["head_margin"]
+    assert (trained["fit_from"], trained["fit_to"], trained["fit_points"]) == (8, 32, 3)
+    assert np.isclose(trained["fitted_exponent"], -4.0)  # medians: the law itself, to L = 32
+    assert (head["fit_from"], head["fit_to"]) == (16, 64)
+    assert np.isclose(head["fitted_exponent"], -2.0)
 
 
 def test_reference_laws_follow_the_softmax_regression_construction_at_every_width():

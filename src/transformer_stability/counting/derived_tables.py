@@ -139,9 +139,10 @@ def rates_table(
 ) -> pd.DataFrame:
     """Fitted exponents of B_min(L) over the last `fit_points` finite points of each curve,
     next to the theory's prediction (softmax attention, smallest width), with the window; the
-    trained B_min's beside the lower bound's on the same window; and
-    the rate of the classification constructions' relative logit margin in float64 (source
-    "margin", no prediction)."""
+    trained B_min's beside the lower bound's on the same window; the rate of the
+    classification constructions' relative logit margin in float64 (source "margin", no
+    prediction), and of the trained classifiers' at the smallest bound trained (smallest
+    width), with the best head's on their representations (`_trained_margins`)."""
     rows = []
     softmax = theory[(theory["attention"] == "softmax") & (theory["d"] == theory["d"].min())]
     for (placement, readout, source), part in softmax.groupby(["placement", "readout", "bound"]):
@@ -159,7 +160,31 @@ def rates_table(
         part = part.sort_values("L").rename(columns={"relative_margin": "bmin"})
         row = _rate_row(placement, "classification", "margin", part, fit_points)
         rows.append(row | {"predicted_exponent": math.nan})
+    trained = precision[
+        (precision["readout"] == "classification")
+        & (precision["source"] == "training")
+        & np.isfinite(precision["B"].astype(float))
+    ]
+    smallest = (trained["B"] == trained["B"].min()) & (trained["d"] == trained["d"].min())
+    for placement, part in trained[smallest].groupby("placement"):
+        for source, medians in _trained_margins(part).items():
+            row = _rate_row(placement, "classification", source, medians, fit_points)
+            rows.append(row | {"predicted_exponent": math.nan})
     return pd.DataFrame(rows, columns=columns_of(Rates))
+
+
+def _trained_margins(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per length, the median over seeds of the trained classifiers' relative margin (source
+    trained_margin; NaN where fewer than half the seeds count exactly, whose margin is NaN) and
+    of the best head's on their representations (head_margin), as (L, bmin) for `_rate_row`."""
+    by_length = runs.groupby("L")
+    exact = by_length["relative_margin"].apply(lambda m: m.notna().mean() >= QUORUM)
+    margin = by_length["relative_margin"].median().where(exact)
+    head = by_length["best_head_margin"].median()
+    return {
+        source: values.rename("bmin").reset_index()
+        for source, values in (("trained_margin", margin), ("head_margin", head))
+    }
 
 
 def reference_slopes(theory: pd.DataFrame) -> pd.DataFrame:

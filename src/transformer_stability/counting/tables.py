@@ -4,6 +4,7 @@ it. Torch-free: the workflow's gather and figure jobs check tables without the s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ REGRESSION_RATE_PLACEMENTS = 4  # counting/derived_tables.py: every placement bu
 REFERENCE_PLACEMENTS = 3  # counting/derived_tables.py: none, post_bare, post_learned
 QUORUM = 0.5  # trained B_min: the smallest grid bound with at least this fraction of seeds exact
 SOURCES = ("lower_bound", "construction", "training", "training_bound")
+MARGIN_SOURCES = ("margin", "trained_margin", "head_margin")  # classification margins' rates
 
 
 def _positive(description: str, inf: bool = True) -> Any:
@@ -268,9 +270,12 @@ class Rates(Construction):
     """Fitted exponents of every B_min(L) curve and of the classification margins."""
 
     source: Series[str] = pa.Field(
-        isin=(*SOURCES, "margin"),
+        isin=(*SOURCES, *MARGIN_SOURCES),
         description="margin: the classification constructions' relative logit margin; "
-        "training_bound: the lower bound on the training fit's lengths",
+        "trained_margin: the trained classifiers' at the smallest bound trained (median over "
+        "seeds, NaN at a length where fewer than half count exactly); head_margin: the best "
+        "head's on their representations (median over seeds); training_bound: the lower bound "
+        "on the training fit's lengths",
     )
     fitted_exponent: Series[float] = _free("NaN: fewer than 2 finite points")
     predicted_exponent: Series[float] = pa.Field(
@@ -287,10 +292,13 @@ class Rates(Construction):
     def rows(cls, config: Mapping[str, Any]) -> int:
         """Regression: lower bound and construction of every placement with a rate;
         classification: the construction's norm and relative margin of every placement (if any
-        length has one); the trained regression B_min and the lower bound on its window."""
+        length has one); the trained regression B_min and the lower bound on its window; the
+        trained classifiers' margin and their best head's, where any is trained at a bound."""
         theory = config["counting"]["theory"]
         classification = len(PLACEMENTS) if _classified(theory) else 0
-        return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + 2
+        trained = config["counting"]["training"]["classification"]
+        bounded = any(math.isfinite(b) for b in trained["bounds"]) and trained["lengths"]
+        return 2 * REGRESSION_RATE_PLACEMENTS + 2 * classification + 2 + (2 if bounded else 0)
 
 
 class Exponents(Construction):

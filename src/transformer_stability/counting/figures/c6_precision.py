@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _margin_label(rates: pd.DataFrame, placement: str) -> str:
-    row = rates[(rates["placement"] == placement) & (rates["source"] == "margin")]
+def _margin_label(rates: pd.DataFrame, placement: str, source: str = "margin") -> str:
+    """The fitted rate of a margin (rates.csv's `source` row), for a legend entry."""
+    row = rates[(rates["placement"] == placement) & (rates["source"] == source)]
     if row.empty or not np.isfinite(row["fitted_exponent"].iloc[0]):
         return ""
     r = row.iloc[0]
@@ -47,12 +48,16 @@ def _roundoff_lines(ax: Axes) -> None:
         )
 
 
-def _trained_margins(ax: Axes, trained: pd.DataFrame) -> None:
+def _trained_margins(ax: Axes, trained: pd.DataFrame, rates: pd.DataFrame) -> None:
     """Exact trained classifiers: their relative margin (diamonds, filled where float32 keeps
-    them exact) and the best head's on their own representation (crosses)."""
+    them exact) and the best head's on their own representation (crosses), each with its
+    fitted rate at the smallest bound trained."""
     color = READOUT_COLORS["classification"]
+    placement = trained["placement"].iloc[0] if len(trained) else ""
+    rate = _margin_label(rates, placement, "trained_margin")
     kept = trained["accuracy_float32"] >= 1.0
-    for mask, face, label in ((kept, color, "exact in float32"), (~kept, "none", "not")):
+    labels = (f"exact in float32){rate}", "not)")
+    for mask, face, label in ((kept, color, labels[0]), (~kept, "none", labels[1])):
         ax.scatter(
             trained.loc[mask, "L"],
             trained.loc[mask, "relative_margin"],
@@ -60,7 +65,7 @@ def _trained_margins(ax: Axes, trained: pd.DataFrame) -> None:
             s=18,
             facecolor=face,
             edgecolor=color,
-            label=f"trained classifiers ({label})",
+            label=f"trained classifiers ({label}",
             zorder=4,
         )
     ax.scatter(
@@ -69,7 +74,8 @@ def _trained_margins(ax: Axes, trained: pd.DataFrame) -> None:
         marker="x",
         s=18,
         color=color,
-        label="best head on a trained representation (LP)",
+        label="best head on a trained representation (LP)"
+        + _margin_label(rates, placement, "head_margin"),
         zorder=4,
     )
 
@@ -110,7 +116,7 @@ def plot_precision(precision: pd.DataFrame, success: pd.DataFrame, rates: pd.Dat
                 part["L"], part["best_head_margin"], color=style["color"], lw=0.8, ls="--"
             )
     ax_margin.plot([], [], color="0.4", lw=0.8, ls="--", label="best head on it (LP)")
-    _trained_margins(ax_margin, trained)
+    _trained_margins(ax_margin, trained, rates)
     classified = success[(success["readout"] == "classification") & (success["fraction"] >= 0.5)]
     ax_norm.plot(
         classified["L"],
@@ -189,7 +195,8 @@ grid in float64: for each construction (markers; fitted rate in the legend), for
 on the same representation (dashed: an LP on the m = 0 line, so an upper bound for the whole
 grid, up to L = {{ config["counting"]["theory"]["margin_lp_max_length"] }}), and for every
 exact trained classifier (diamonds, filled where float32 keeps it exact; crosses: the best head
-on its representation). Dotted: float32's and float64's unit roundoff. Right: the fraction of
+on its representation; in the legend, the rate of their medians over seeds at the smallest
+bound, a length counted where at least half the seeds are exact). Dotted: float32's and float64's unit roundoff. Right: the fraction of
 the grid counted exactly when the parameters and the forward pass are float32. Trained
 classifiers learn on the grid's edges (m = 0 and c + m = L) when
 counting.training.classification.edges_only is set; every exactness here is measured on the
