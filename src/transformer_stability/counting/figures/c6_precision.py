@@ -196,11 +196,11 @@ on the same representation (dashed: an LP on the m = 0 line, so an upper bound f
 grid, up to L = {{ config["counting"]["theory"]["margin_lp_max_length"] }}), and for every
 exact trained classifier (diamonds, filled where float32 keeps it exact; crosses: the best head
 on its representation; in the legend, the rate of their medians over seeds at the smallest
-bound, a length counted where at least half the seeds are exact). Dotted: float32's and float64's unit roundoff. Right: the fraction of
-the grid counted exactly when the parameters and the forward pass are float32. Trained
-classifiers learn on the grid's edges (m = 0 and c + m = L) when
-counting.training.classification.edges_only is set; every exactness here is measured on the
-whole grid.
+bound, a length counted where at least half the seeds are exact). Dotted: float32's and
+float64's unit roundoff. Right: the fraction of the grid counted exactly when the parameters and
+the forward pass are float32. Trained classifiers learn on the grid's edges (m = 0 and c + m =
+L) when counting.training.classification.edges_only is set; every exactness here is measured on
+the whole grid.
 """,
     labels=report_labels("C6", "storage and precision", "none, pre, post (bare and learned)"),
 )
