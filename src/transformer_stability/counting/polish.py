@@ -44,7 +44,7 @@ def polish_run(spec: ModelSpec, params: Params, bound: float, iterations: int) -
     whole grid among the start and each working-set solve."""
     layout = _Layout(params)
     c, m = grid_points(spec.length)
-    working = np.isin(c * (spec.length + 1) + m, _keys(spec.length, *extreme_points(spec.length)))
+    working = np.isin(_keys(spec.length, c, m), _keys(spec.length, *extreme_points(spec.length)))
     best = layout.flatten(params)
     best_error = _errors(spec, layout, best, c, m).max()
     for _ in range(ROUNDS):
@@ -60,6 +60,7 @@ def polish_run(spec: ModelSpec, params: Params, bound: float, iterations: int) -
 
 
 def _keys(length: int, c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """One integer per grid point (c, m), to match points between two lists."""
     return c * (length + 1) + m
 
 
