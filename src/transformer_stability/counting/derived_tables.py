@@ -142,7 +142,7 @@ def rates_table(
     trained B_min's beside the lower bound's on the same window; the rate of the
     classification constructions' relative logit margin in float64 (source "margin", no
     prediction), and of the trained classifiers' at the smallest bound trained (smallest
-    width), with the best head's on their representations (`_trained_margins`)."""
+    width), with the best head's on their representations (`_trained_margin_medians`)."""
     rows = []
     softmax = theory[(theory["attention"] == "softmax") & (theory["d"] == theory["d"].min())]
     for (placement, readout, source), part in softmax.groupby(["placement", "readout", "bound"]):
@@ -167,13 +167,13 @@ def rates_table(
     ]
     smallest = (trained["B"] == trained["B"].min()) & (trained["d"] == trained["d"].min())
     for placement, part in trained[smallest].groupby("placement"):
-        for source, medians in _trained_margins(part).items():
+        for source, medians in _trained_margin_medians(part).items():
             row = _rate_row(placement, "classification", source, medians, fit_points)
             rows.append(row | {"predicted_exponent": math.nan})
     return pd.DataFrame(rows, columns=columns_of(Rates))
 
 
-def _trained_margins(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _trained_margin_medians(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Per length, the median over seeds of the trained classifiers' relative margin (source
     trained_margin; NaN where fewer than half the seeds count exactly, whose margin is NaN) and
     of the best head's on their representations (head_margin), as (L, bmin) for `_rate_row`."""

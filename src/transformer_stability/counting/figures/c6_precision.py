@@ -56,8 +56,8 @@ def _trained_margins(ax: Axes, trained: pd.DataFrame, rates: pd.DataFrame) -> No
     placement = trained["placement"].iloc[0] if len(trained) else ""
     rate = _margin_label(rates, placement, "trained_margin")
     kept = trained["accuracy_float32"] >= 1.0
-    labels = (f"exact in float32){rate}", "not)")
-    for mask, face, label in ((kept, color, labels[0]), (~kept, "none", labels[1])):
+    exact = f"trained classifiers (exact in float32){rate}"
+    for mask, face, label in ((kept, color, exact), (~kept, "none", "trained classifiers (not)")):
         ax.scatter(
             trained.loc[mask, "L"],
             trained.loc[mask, "relative_margin"],
@@ -65,7 +65,7 @@ def _trained_margins(ax: Axes, trained: pd.DataFrame, rates: pd.DataFrame) -> No
             s=18,
             facecolor=face,
             edgecolor=color,
-            label=f"trained classifiers ({label}",
+            label=label,
             zorder=4,
         )
     ax.scatter(
