@@ -160,7 +160,7 @@ def _current(record: dict[str, Any] | None, metered: str) -> dict[str, Any] | No
 
 
 def _slowdowns(
-    works: dict[str, Work], largest: dict[str, str], measured: dict[str, dict[str, Any]]
+    works: dict[str, Work], metered: dict[str, str], measured: dict[str, dict[str, Any]]
 ) -> dict[str, float]:
     """Per measured rule, the median measured rule's FLOP rate on the meter's machine over the
     rule's own, at least 1: how much work its FLOP count leaves out (emulated rounding, small
@@ -168,7 +168,7 @@ def _slowdowns(
     rates = {
         rule: flop_equivalent(works[rule]) / record["work_ratio"] / record["wall_s"]
         for rule, record in measured.items()
-        if rule in works and _current(record, largest[rule])
+        if rule in works and _current(record, metered[rule])
     }
     if not rates:
         return {}
