@@ -20,7 +20,6 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
-from torch.optim.adamw import adamw
 
 
 def decayed_parameters(model: nn.Module) -> set[str]:
@@ -72,9 +71,12 @@ class StackedModels:
 
 
 class BatchedAdamW:
-    """AdamW (torch.optim.AdamW's fused kernel, betas (0.9, 0.999)) over the rows of a flat
-    (R, P) buffer, with peak rate `peaks[r]` for run r and weight decay on columns
-    [0, decayed) only. Runs that share a rate are updated by one kernel call per group."""
+    """AdamW (torch.optim.AdamW's update, betas (0.9, 0.999), eps 1e-8) over the rows of a flat
+    (R, P) buffer, with peak rate `peaks[r]` for run r and weight decay on columns [0, decayed)
+    only: a handful of elementwise ops over the whole buffer per step, the rates broadcast as a
+    column (every run takes every step, so the bias corrections are shared)."""
+
+    BETAS, EPS = (0.9, 0.999), 1e-8
 
     def __init__(
         self, flat: torch.Tensor, decayed: int, peaks: Sequence[float], weight_decay: float
@@ -82,30 +84,26 @@ class BatchedAdamW:
         self.flat, self.decayed, self.weight_decay = flat, decayed, weight_decay
         self.m = torch.zeros_like(flat)
         self.v = torch.zeros_like(flat)
-        self.steps = torch.zeros(len(flat), 2, dtype=flat.dtype, device=flat.device)
-        self.by_rate = {peak: [r for r, p in enumerate(peaks) if p == peak] for peak in peaks}
-
-    def _slices(self, t: torch.Tensor, rows: list[int], part: int) -> list[torch.Tensor]:
-        cut = slice(0, self.decayed) if part == 0 else slice(self.decayed, None)
-        return [t[r, cut] for r in rows]
+        self.steps = torch.zeros((), dtype=torch.long)
+        self.peaks = torch.tensor(peaks, dtype=flat.dtype, device=flat.device).unsqueeze(1)
 
     @torch.no_grad()
     def step(self, scale: float) -> None:
         """One update at rate peaks[r] * scale for run r, from the gradients in flat.grad (then
         cleared)."""
-        grad = self.flat.grad
-        for peak, rows in self.by_rate.items():
-            for part, decay in ((0, self.weight_decay), (1, 0.0)):
-                tensors = [self._slices(t, rows, part) for t in (self.flat, grad, self.m, self.v)]
-                adamw(
-                    *tensors, [], [self.steps[r, part] for r in rows], fused=True,
-                    amsgrad=False, beta1=0.9, beta2=0.999, lr=peak * scale,
-                    weight_decay=decay, eps=1e-8, maximize=False,
-                )  # fmt: skip
+        (beta1, beta2), grad = self.BETAS, self.flat.grad
+        self.steps += 1
+        t = int(self.steps)
+        rate = self.peaks * scale
+        self.flat[:, : self.decayed].mul_(1 - rate * self.weight_decay)
+        self.m.lerp_(grad, 1 - beta1)
+        self.v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (self.v.sqrt() / math.sqrt(1 - beta2**t)).add_(self.EPS)
+        self.flat.sub_(self.m * (rate / (1 - beta1**t)) / denom)
         self.flat.grad = None
 
     def state(self) -> dict[str, torch.Tensor]:
-        """The moments and step counts (with the parameters, all a resumed run needs)."""
+        """The moments and step count (with the parameters, all a resumed run needs)."""
         return {"m": self.m, "v": self.v, "steps": self.steps}
 
     def load(self, state: dict[str, torch.Tensor]) -> None:
