@@ -2,11 +2,14 @@
 with one piece in memory: the cuts, the per-block seeds, the estimators over pieces, and the
 measurement rules end to end."""
 
+from collections import OrderedDict
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from transformer_stability.apjn import models
 from transformer_stability.apjn.inputs import equiangular_tokens
 from transformer_stability.apjn.items import FiniteNItem, ImageSource, MeasureSettings
 from transformer_stability.apjn.measure import (
@@ -137,20 +140,26 @@ def test_a_range_inside_the_held_piece_is_its_own_blocks():
     assert all(a is b for a, b in zip(blocks.piece(range(4, 6)), held[1:], strict=True))
 
 
-def test_built_blocks_hold_one_piece_and_build_a_held_piece_once(monkeypatch):
-    built = []
-    blocks = BuiltBlocks(SPEC.with_(depth=5), 0, 2, CPU, torch.float32)
+def _count_draws(monkeypatch) -> list[int]:
+    """The seeds of the blocks drawn from here on (none kept from before)."""
+    built: list[int] = []
     real = build_vit
+    monkeypatch.setattr(models, "_DRAWN", OrderedDict())
     monkeypatch.setattr(
-        "transformer_stability.apjn.models.build_vit",
-        lambda spec, seed: built.append(seed) or real(spec, seed),
+        models, "build_vit", lambda spec, seed: built.append(seed) or real(spec, seed)
     )
+    return built
+
+
+def test_built_blocks_hold_one_piece_and_build_a_held_piece_once(monkeypatch):
+    built = _count_draws(monkeypatch)
+    blocks = BuiltBlocks(SPEC.with_(depth=5), 0, 2, CPU, torch.float32)
     for piece in blocks.pieces():
         blocks.piece(piece)
         assert len(blocks._held[1]) <= 2
     assert len(built) == 5
     blocks.piece(range(4, 5))  # the piece held last: nothing built
-    blocks.piece(range(3, 4))  # inside the piece before: built again
+    blocks.piece(range(2, 3))  # drawn before the last piece: drawn again
     assert len(built) == 6
     with pytest.raises(ValueError, match="2 of 3 blocks"):
         partial = BuiltBlocks(SPEC.with_(depth=3), 0, 2, CPU, torch.float32)
@@ -196,3 +205,26 @@ def test_finite_n_does_not_depend_on_the_pieces_either():
         return finite_n_table(item, CPU)
 
     pd.testing.assert_frame_equal(table(2), table(5), check_exact=True)
+
+
+def test_variants_of_one_initialization_share_their_draws_bit_for_bit(monkeypatch):
+    """Every norm, α and multiplier of one initialization draws its blocks once; each block
+    equals build_vit's, and casting one leaves the kept draws (and the next variant) alone."""
+    built = _count_draws(monkeypatch)
+    variants = [
+        SPEC, SPEC.with_(norm="derf", alpha=1.5), SPEC.with_(norm="dyt", alpha=0.5),
+        SPEC.with_(attn_mult=2.0, mlp_mult=0.5), SPEC.with_(norm="derf", alpha=1.0, mlp_mult=3.0),
+    ]  # fmt: skip
+    x = torch.randn(2, SPEC.n_tokens, SPEC.width, dtype=torch.float64)
+    for spec in variants * 2:
+        blocks = BuiltBlocks(spec.with_(depth=3), 7, 3, CPU, torch.float64)
+        for b, block in enumerate(blocks.piece(range(3))):
+            alone = build_vit(spec.with_(depth=1), block_seed(7, b)).blocks[0].double()
+            assert block.state_dict().keys() == alone.state_dict().keys()
+            for name, value in alone.state_dict().items():
+                assert torch.equal(block.state_dict()[name], value), (spec, name)
+            assert torch.equal(block(x), alone(x))
+    drawn = [seed for seed in built if seed in {block_seed(7, b) for b in range(3)}]
+    assert len(drawn) == 3  # once per block, for ten measured models
+    assert all(p.dtype == torch.float32 for block in models._DRAWN.values()
+               for p in block.parameters())  # fmt: skip

@@ -11,8 +11,10 @@ from transformer_stability.sweeps import (
     chunk_items,
     chunk_priorities,
     gather_items,
+    run_chunk,
     tag_item,
 )
+from transformer_stability.tables import Table
 
 
 @dataclass(frozen=True)
@@ -100,3 +102,38 @@ def test_a_missing_item_stops_the_gather():
 def test_bad_item_ids_are_refused(items, message):
     with pytest.raises(ValueError, match=message):
         chunk_items(items, 2)
+
+
+@dataclass(frozen=True)
+class SharingPoint(Point):
+    group: str = ""
+
+    @property
+    def shares(self) -> str:
+        return self.group
+
+    @property
+    def provenance(self) -> dict[str, int | str]:
+        return {"seed": 0, "dtype": "float32"}
+
+
+class PointRows(Table):
+    point: str
+    row: int
+
+    class Config:
+        metadata = {"path": "test/points.csv", "rule": "test"}
+
+
+def test_a_chunk_runs_the_items_that_share_one_after_another_and_gathers_in_item_order(tmp_path):
+    items = [SharingPoint(name, group=name[0]) for name in ("a1", "b1", "a2", "b2", "c1")]
+    ran: list[str] = []
+    path = tmp_path / "chunk.csv"
+    run_chunk(items, lambda item: ran.append(item.id) or item.table(), path, "cpu", PointRows)
+    assert ran == ["a1", "a2", "b1", "b2", "c1"]
+    gathered = gather_items([pd.read_csv(path)], [item.id for item in items])
+    assert list(gathered["point"].drop_duplicates()) == ["a1", "b1", "a2", "b2", "c1"]
+    ran.clear()
+    alone = [SharingPoint(item.name, item.rows) for item in ITEMS]  # nothing shared
+    run_chunk(alone, lambda item: ran.append(item.id) or item.table(), path, "cpu", PointRows)
+    assert ran == [item.id for item in ITEMS]

@@ -156,6 +156,14 @@ def tag_item(table: pd.DataFrame, item: Item) -> pd.DataFrame:
     return table.assign(**{ITEM_COLUMN: item.id})[[ITEM_COLUMN, *table.columns]]
 
 
+def _sharing(item: Item) -> str:
+    """An item's `shares`, if it has one: what it has in common with other items of its sweep
+    (one model's random weights, say) that a job computes once for consecutive items. A chunk
+    runs its items grouped by it (else in item order); its rows are gathered in item order
+    whatever order they ran in."""
+    return getattr(item, "shares", "")
+
+
 def run_chunk(
     items: Sequence[T],
     table_of: Callable[[T], pd.DataFrame | Mapping[str, pd.DataFrame]],
@@ -174,7 +182,8 @@ def run_chunk(
     paths = path if isinstance(path, Mapping) else {None: path}
     models = model if isinstance(model, Mapping) else {None: model}
     frames: dict[str | None, list[pd.DataFrame]] = {name: [] for name in paths}
-    for item in tqdm(items, desc=Path(next(iter(paths.values()))).stem, mininterval=5.0):
+    for item in tqdm(sorted(items, key=_sharing), desc=Path(next(iter(paths.values()))).stem,
+                     mininterval=5.0):  # fmt: skip
         log.info("item %s", item.id)
         tables = table_of(item)
         named = tables if isinstance(tables, Mapping) else {None: tables}

@@ -29,6 +29,12 @@ def _spec_id(spec: ViTSpec) -> str:
     return variant_id(spec.norm, spec.alpha)
 
 
+def _draws_id(spec: ViTSpec, seed: int) -> str:
+    """What the measured models of one initialization share whatever their norm, α and
+    multipliers: their random weights (models.measured_block draws them once)."""
+    return f"{spec.draws()}_init{seed}"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One norm variant: pre-LN, or a saturating map with fixed scalar alpha."""
@@ -94,6 +100,10 @@ class CurveItem:
         return f"{_spec_id(self.spec)}_{self.input}_init{self.settings.seed}"
 
     @property
+    def shares(self) -> str:
+        return _draws_id(self.spec, self.settings.seed)
+
+    @property
     def provenance(self) -> dict[str, int | str]:
         return {"seed": self.settings.seed, "dtype": self.settings.dtype}
 
@@ -110,6 +120,10 @@ class WidthItem:
     def id(self) -> str:
         spec = self.curve.spec
         return f"{_spec_id(spec)}_w{spec.width}_init{self.curve.settings.seed}"
+
+    @property
+    def shares(self) -> str:
+        return self.curve.shares
 
     @property
     def provenance(self) -> dict[str, int | str]:
@@ -134,6 +148,10 @@ class EndToEndItem:
         mult = {"attn_mult": self.spec.attn_mult, "mlp_mult": self.spec.mlp_mult}
         value = f"-{mult[self.sweep]:g}" if self.sweep in mult else ""
         return f"{self.sweep}{value}_{_spec_id(self.spec)}_{init}"
+
+    @property
+    def shares(self) -> str:
+        return _draws_id(self.spec, self.settings.seed)
 
     @property
     def provenance(self) -> dict[str, int | str]:

@@ -6,6 +6,9 @@ non-fused attention path so forward-mode AD works and results do not depend on t
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
+
 import numpy as np
 import torch
 from timm.models.vision_transformer import VisionTransformer
@@ -39,30 +42,47 @@ class SaturatingNorm(nn.Module):
         return f"kind={self.kind}, alpha={self.alpha.item():g}, width={self.weight.numel()}"
 
 
+def _replace_block_norms(block: nn.Module, spec: ViTSpec) -> None:
+    block.norm1 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+    block.norm2 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+
+
 def _replace_norms(model: VisionTransformer, spec: ViTSpec) -> None:
     """Swap every block LayerNorm and the final norm for the saturating map (norm_pre stays)."""
     for block in model.blocks:
-        block.norm1 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
-        block.norm2 = SaturatingNorm(spec.width, spec.norm, spec.alpha)
+        _replace_block_norms(block, spec)
     if isinstance(model.norm, nn.LayerNorm):
         model.norm = SaturatingNorm(spec.width, spec.norm, spec.alpha)
 
 
 @torch.no_grad()
-def _apply_init_multipliers(model: VisionTransformer, spec: ViTSpec) -> None:
-    """Every block Linear weight is rescaled from timm's std 0.02 to spec.init_std; then
-    attn_mult scales the V rows of qkv (weight and bias) and the out-projection and mlp_mult
-    scales fc1 and fc2 weights."""
-    d = spec.width
-    scale = resolve_init_std(spec.init_std, d) / TIMM_INIT_STD
+def _scale_init(model: VisionTransformer, spec: ViTSpec) -> None:
+    """Every block Linear weight rescaled from timm's std 0.02 to spec.init_std."""
+    scale = resolve_init_std(spec.init_std, spec.width) / TIMM_INIT_STD
     for block in model.blocks:
         for linear in (block.attn.qkv, block.attn.proj, block.mlp.fc1, block.mlp.fc2):
             linear.weight.mul_(scale)
-        block.attn.qkv.weight[2 * d :].mul_(spec.attn_mult)
-        block.attn.qkv.bias[2 * d :].mul_(spec.attn_mult)
-        block.attn.proj.weight.mul_(spec.attn_mult)
-        block.mlp.fc1.weight.mul_(spec.mlp_mult)
-        block.mlp.fc2.weight.mul_(spec.mlp_mult)
+
+
+def _scaled(param: nn.Parameter, factor: float, rows: slice = slice(None)) -> nn.Parameter:
+    """A new parameter: `param` with `rows` multiplied by `factor`."""
+    value = param.detach().clone()
+    value[rows].mul_(factor)
+    return nn.Parameter(value, requires_grad=param.requires_grad)
+
+
+def _multiply(block: nn.Module, spec: ViTSpec) -> None:
+    """attn_mult scales the V rows of qkv (weight and bias) and the out-projection, mlp_mult
+    fc1 and fc2 weights: as new parameters, so that weights a block shares are left alone."""
+    v_rows = slice(2 * spec.width, None)
+    attn, mlp = block.attn, block.mlp
+    if spec.attn_mult != 1.0:
+        attn.qkv.weight = _scaled(attn.qkv.weight, spec.attn_mult, v_rows)
+        attn.qkv.bias = _scaled(attn.qkv.bias, spec.attn_mult, v_rows)
+        attn.proj.weight = _scaled(attn.proj.weight, spec.attn_mult)
+    if spec.mlp_mult != 1.0:
+        mlp.fc1.weight = _scaled(mlp.fc1.weight, spec.mlp_mult)
+        mlp.fc2.weight = _scaled(mlp.fc2.weight, spec.mlp_mult)
 
 
 def build_vit(spec: ViTSpec, seed: int) -> VisionTransformer:
@@ -87,7 +107,9 @@ def build_vit(spec: ViTSpec, seed: int) -> VisionTransformer:
         block.attn.fused_attn = False
     if spec.norm != "ln":
         _replace_norms(model, spec)
-    _apply_init_multipliers(model, spec)
+    _scale_init(model, spec)
+    for block in model.blocks:
+        _multiply(block, spec)
     return model.eval()
 
 
@@ -128,6 +150,32 @@ def build_embedding(spec: ViTSpec, seed: int) -> VisionTransformer:
     return build_vit(spec.with_(depth=0), seed)
 
 
+_DRAWN: OrderedDict[tuple[ViTSpec, int], nn.Module] = OrderedDict()
+"""The blocks drawn last (spec.draws(), seed): a few recent ones are kept for measured_block."""
+
+
+def measured_block(spec: ViTSpec, seed: int, kept: int) -> nn.Module:
+    """Block 0 of build_vit(spec at depth 1, seed), bit for bit. Its random weights are drawn
+    once per (spec.draws(), seed) while it is among the last `kept` drawn: the models of a
+    sweep that differ only in norm, α or multipliers (one initialization of every variant)
+    share them, and drawing the weights is most of what building a block costs. The block
+    has its own parameters over the shared storage (the multiplied ones are new tensors), so
+    moving or casting it leaves the kept block as it is."""
+    key = (spec.draws(), seed)
+    drawn = _DRAWN.pop(key, None)
+    if drawn is None:
+        drawn = build_vit(key[0], seed).blocks[0]
+    _DRAWN[key] = drawn
+    while len(_DRAWN) > kept:
+        _DRAWN.popitem(last=False)
+    own = {id(p): nn.Parameter(p.detach(), p.requires_grad) for p in drawn.parameters()}
+    block = copy.deepcopy(drawn, memo=own)
+    if spec.norm != "ln":
+        _replace_block_norms(block, spec)
+    _multiply(block, spec)
+    return block
+
+
 class BuiltBlocks:
     """The blocks of one measured model (initialization `seed`), built `size` at a time on the
     device, each from its own seed (`block_seed`): memory holds one piece, whatever the depth,
@@ -156,7 +204,7 @@ class BuiltBlocks:
         one = self.spec.with_(depth=1)
         built = []
         for b in blocks:
-            block = build_vit(one, block_seed(self.seed, b)).blocks[0]
+            block = measured_block(one, block_seed(self.seed, b), kept=self.size)
             self.moments.setdefault(b, block_moments(block))
             built.append(block.to(self.device, self.dtype))
         self._held = (blocks, built)

@@ -51,6 +51,12 @@ class ViTSpec:
     def with_(self, **changes) -> ViTSpec:
         return replace(self, **changes)
 
+    def draws(self) -> ViTSpec:
+        """The spec of a one-block model that draws the same random weights as any block of
+        this one: the norm, α and multipliers are applied after the draws, so models that
+        differ only in them share their random weights."""
+        return replace(self, depth=1, norm="ln", alpha=None, attn_mult=1.0, mlp_mult=1.0)
+
     @classmethod
     def from_config(cls, model: dict, **changes) -> ViTSpec:
         """From a config `model` section (width, heads, depth, img_size, patch_size, mlp_ratio,
