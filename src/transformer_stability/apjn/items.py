@@ -195,14 +195,14 @@ def variant_specs(apjn: dict[str, Any], spec: ViTSpec) -> list[ViTSpec]:
 
 
 def measure_settings(
-    apjn: dict[str, Any], seed: int, samples: int | None = None, probes: int | None = None
+    apjn: dict[str, Any], seed: int, samples: int | None = None
 ) -> MeasureSettings:
     measure = apjn["measure"]
     return MeasureSettings(
         q0=apjn["input"]["q0"],
         p0=apjn["input"]["p0"],
         samples=samples or measure["samples"],
-        probes=probes or measure["probes"],
+        probes=measure["probes"],
         chunk_size=measure["chunk_size"],
         chunk_blocks=measure["chunk_blocks"],
         dtype=measure["dtype"],
@@ -282,8 +282,7 @@ def width_items(apjn: dict[str, Any], seed: int) -> list[WidthItem]:
 def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
     """J^{L,0} vs α₀ (Derf, DyT) and vs attn_mult / mlp_mult (pre-LN, Derf at mult_alpha),
     for sensitivity.inits initializations each. End-to-end sweeps need only J^{L,0}:
-    measure.sweep_samples samples and sensitivity.probes probes suffice (the points span
-    orders of magnitude; a probe's noise is a few per cent)."""
+    measure.sweep_samples samples suffice."""
     spec, cfg = base_spec(apjn), apjn["sensitivity"]
     depths = (spec.depth,)
     models = [
@@ -298,7 +297,7 @@ def sensitivity_items(apjn: dict[str, Any], seed: int) -> list[EndToEndItem]:
                 models.append((sweep, spec.with_(norm=norm, alpha=alpha, **mults)))
     samples = apjn["measure"]["sweep_samples"]
     return [
-        EndToEndItem(sweep, model, depths, measure_settings(apjn, init, samples, cfg["probes"]))
+        EndToEndItem(sweep, model, depths, measure_settings(apjn, init, samples))
         for sweep, model in models
         for init in init_seeds(seed, cfg["inits"])
     ]
