@@ -3,6 +3,7 @@
 import dataclasses
 import logging
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from transformer_stability.apjn.batched import (
     BatchedAdamW,
     StackedModels,
     decayed_parameters,
+    vit_logits,
     warmup_constant,
 )
 from transformer_stability.apjn.inputs import normalize, read_cifar100
@@ -90,6 +92,31 @@ def test_any_model_decays_its_matrices_and_stacks_its_buffers():
     out = stacked(x)
     for r, model in enumerate(models):
         torch.testing.assert_close(out[r], model(x[r]))
+
+
+@pytest.mark.parametrize(
+    "norm, alpha, relu", [("ln", None, True), ("derf", 1.5, True), ("dyt", 0.5, False)]
+)
+def test_the_batched_vit_forward_is_timms_for_every_run(norm, alpha, relu):
+    """vit_logits on stacked ViTs (different α₀, multipliers and seeds) equals each model's own
+    timm forward on its own images, in float64 to rounding."""
+    specs = [SMALL.with_(norm=norm, alpha=alpha and alpha * k, attn_mult=k, mlp_mult=1 / k,
+                         relu=relu, num_classes=5) for k in (1.0, 2.0, 0.5)]  # fmt: skip
+    models = [build_vit(spec, seed=s).double() for s, spec in enumerate(specs)]
+    stacked = StackedModels(models, partial(vit_logits, spec=specs[0]))
+    x = torch.randn(3, 4, 3, SMALL.img_size, SMALL.img_size, dtype=torch.float64)
+    out = stacked(x)
+    assert out.shape == (3, 4, 5)
+    for r, model in enumerate(models):
+        torch.testing.assert_close(out[r], model(x[r]), rtol=1e-12, atol=1e-12)
+
+
+def test_a_group_of_two_norms_is_refused():
+    data = texture_dataset(classes=2, size=8, train=4, test=2, seed=0)
+    short = Schedule(steps=1, batch_size=2, weight_decay=0.0, warmup_fraction=0.5)
+    specs = [SMALL.with_(norm="derf", alpha=1.0), SMALL.with_(norm="dyt", alpha=1.0)]
+    with pytest.raises(ValueError, match="one norm"):
+        train_group(specs, [1e-3, 1e-3], [0, 0], data, short, CPU)
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

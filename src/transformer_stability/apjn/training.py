@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,12 @@ from skimage import data as skdata
 from skimage.transform import resize
 from torch import nn
 
-from transformer_stability.apjn.batched import BatchedAdamW, StackedModels, warmup_constant
+from transformer_stability.apjn.batched import (
+    BatchedAdamW,
+    StackedModels,
+    vit_logits,
+    warmup_constant,
+)
 from transformer_stability.apjn.inputs import (
     BUNDLED_IMAGES,
     as_rgb_float,
@@ -229,7 +235,10 @@ class GroupTraining:
             for spec, seed in zip(specs, seeds, strict=True)
         ]
         self.inits = {run: build_vit(*run).to(device) for run in dict.fromkeys(self.runs)}
-        self.models = StackedModels([self.inits[run] for run in self.runs])
+        if len({(spec.norm, spec.relu) for spec, _ in self.runs}) > 1:
+            raise ValueError("a batched group trains one norm and one activation")
+        forward = partial(vit_logits, spec=self.runs[0][0])
+        self.models = StackedModels([self.inits[run] for run in self.runs], forward)
         self.opt = BatchedAdamW(self.models.flat, self.models.decayed, lrs, schedule.weight_decay)
         order, self.seed_of = batch_orders(seeds, len(data.x_train), schedule)
         self.order, self.seed_of = order.to(device), self.seed_of.to(device)
