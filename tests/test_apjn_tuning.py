@@ -7,8 +7,8 @@ import pytest
 from transformer_stability.apjn.tuning import (
     matched_pairs,
     partial_correlation,
-    rate_cells,
     rate_windows,
+    window_widths,
 )
 
 RATES = (1e-4, 1e-3, 1e-2)
@@ -34,15 +34,17 @@ def runs(losses: dict[tuple, tuple[float, ...]], diverged=(), log_j=None) -> pd.
 LN, DERF = ("ln", np.nan, 1.0, 4), ("derf", 1.0, 1.0, 4)
 
 
-def test_window_counts_rates_within_the_depths_tolerance_and_sums_their_cells():
+def test_window_counts_rates_within_the_depths_tolerance_and_measures_its_width():
     """The depth's lowest best loss is Derf's 0.5, so the tolerance is 0.05 for both: pre-LN
-    keeps 1.04 (not 1.2), Derf loses 0.56 although it is within 10 % of its own best."""
+    keeps 1.04 (not 1.2), Derf loses 0.56 although it is within 10 % of its own best. The
+    width runs, the loss linear between rates a decade apart, to where it crosses the limit."""
     table = rate_windows(runs({LN: (1.0, 1.04, 1.2), DERF: (2.0, 0.5, 0.56)}))
     ln, derf = table.set_index("norm").loc["ln"], table.set_index("norm").loc["derf"]
     assert (ln["best_loss"], ln["best_lr"]) == (1.0, 1e-4)
-    assert ln["window_rates"] == 2 and ln["window_decades"] == pytest.approx(2.0)
+    assert ln["window_rates"] == 2 and ln["window_decades"] == pytest.approx(1 + 0.01 / 0.16)
     assert derf["best_lr"] == 1e-3 and derf["window_rates"] == 1
-    assert derf["window_decades"] == pytest.approx(1.0) and (table["runs"] == 6).all()
+    assert derf["window_decades"] == pytest.approx(0.05 / 1.5 + 0.05 / 0.06)
+    assert (table["runs"] == 6).all()
     assert (table["loss_spikes"] == 3).all()  # seed 1 has one spike per rate
 
 
@@ -55,11 +57,20 @@ def test_a_worse_configuration_gets_no_wider_window():
     assert worse.set_index("norm").loc["derf", "window_rates"] == 1
 
 
-def test_rate_cells_meet_halfway_in_log_rate():
-    assert rate_cells([1e-4, 1e-3, 1e-2]) == pytest.approx([1.0, 1.0, 1.0])
-    assert rate_cells([1e-4, 1e-3, 1e-1]) == pytest.approx([1.0, 1.5, 2.0])
-    assert rate_cells([1e-3, 1e-1]) == pytest.approx([2.0, 2.0])
-    assert list(rate_cells([1e-3])) == [0.0]
+def test_the_window_width_follows_the_loss_line_to_its_crossing():
+    lrs = np.array([1e-4, 1e-3, 1e-1])
+    limit = np.array(1.5)
+    assert window_widths(np.array([1.0, 1.0, 1.0]), limit, lrs) == pytest.approx(3.0)
+    assert window_widths(np.array([1.0, 2.0, 3.0]), limit, lrs) == pytest.approx(0.5)
+    assert window_widths(np.array([3.0, 2.0, 1.0]), limit, lrs) == pytest.approx(2 * 0.5 / 1.0)
+    assert window_widths(np.array([1.0, np.inf, 1.0]), limit, lrs) == 0.0  # a diverged rate
+    assert window_widths(np.array([1.0, np.nan, 1.0]), limit, lrs) == 0.0  # an untrained one
+    assert window_widths(np.array([1.0]), limit, lrs[:1]) == 0.0
+    # continuous where a rate crosses the limit, where a cell per rate would jump
+    near = [window_widths(np.array([1.0, 1.5 + e, 3.0]), limit, lrs) for e in (-1e-9, 0, 1e-9)]
+    assert near == pytest.approx([1.0] * 3, abs=1e-8)
+    grid = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 2.0]])
+    assert window_widths(grid, np.array([1.5, 1.5]), lrs) == pytest.approx([0.5, 0.5 + 1.0])
 
 
 def test_a_diverged_seed_removes_its_rate_and_a_never_trained_config_has_no_window():

@@ -65,13 +65,17 @@ def test_each_statistic_at_its_hand_worked_value():
     # Derf: bests 1.2, 1.3, 0.9, 2.0 -> range 1.1; default 1.6 - 0.9
     assert stats[("sensitivity", "derf", 2, False)] == pytest.approx(1.1)
     assert stats[("tuning_cost", "derf", 2, False)] == pytest.approx(0.7)
-    # tolerance 0.1 x 0.9 (the depth's lowest best): pre-LN's mult-1 choice keeps 2 rates,
-    # its mult-4 choice 1 (1.2 > 1.19); Derf's each keep 1 (2.1 > 2.09)
-    assert stats[("window", "ln", 2, False)] == pytest.approx(1.5)
-    assert stats[("window", "derf", 2, False)] == pytest.approx(1.0)
+    # tolerance 0.1 x 0.9 (the depth's lowest best), the loss linear between rates a decade
+    # apart: pre-LN's mult-1 choice is within from 1e-4 to where 1.02 -> 1.5 crosses 1.09,
+    # its mult-4 choice up to where 1.1 -> 1.2 crosses 1.19; each Derf choice from its best
+    # rate to where the next rate's line crosses its best + 0.09
+    ln = (1 + 0.07 / 0.48 + 0.09 / 0.10) / 2
+    derf = (0.09 / 0.40 + 0.09 / 0.50 + 0.09 / 1.10 + 0.09 / 0.10) / 4
+    assert stats[("window", "ln", 2, False)] == pytest.approx(ln)
+    assert stats[("window", "derf", 2, False)] == pytest.approx(derf)
     assert stats[("sensitivity", "derf", 2, True)] == pytest.approx(1.0)
     assert stats[("tuning_cost", "derf", 2, True)] == pytest.approx(0.68)
-    assert stats[("window", "derf", 2, True)] == pytest.approx(-0.5)
+    assert stats[("window", "derf", 2, True)] == pytest.approx(derf - ln)
 
 
 def test_depth_zero_is_the_mean_over_depths_and_contrasts_subtract_pre_ln_per_depth():
@@ -86,9 +90,9 @@ def test_depth_zero_is_the_mean_over_depths_and_contrasts_subtract_pre_ln_per_de
                 stats[(quantity, "derf", depth, False)] - stats[(quantity, "ln", depth, False)]
             )
             assert stats[(quantity, "derf", depth, True)] == pytest.approx(expected)
-    # doubling every loss doubles the ranges and costs; windows keep their rates
+    # doubling every loss doubles the ranges, costs and the tolerance; windows keep their width
     assert stats[("sensitivity", "derf", 4, False)] == pytest.approx(2.2)
-    assert stats[("window", "derf", 4, False)] == pytest.approx(1.0)
+    assert stats[("window", "derf", 4, False)] == pytest.approx(stats[("window", "derf", 2, False)])
     assert ("sensitivity", "ln", 2, True) not in stats.index
 
 
@@ -117,8 +121,9 @@ def test_a_configuration_that_never_trains_is_infinitely_worse():
     stats = tuning_statistics(runs(never))
     assert stats[("sensitivity", "derf", 2, False)] == np.inf
     assert stats[("tuning_cost", "derf", 2, False)] == pytest.approx(0.7)
-    # the dead choice has no window: (1 + 1 + 1 + 0) / 4 decades
-    assert stats[("window", "derf", 2, False)] == pytest.approx(0.75)
+    # the dead choice has no window; the others keep theirs
+    expected = (0.09 / 0.40 + 0.09 / 0.50 + 0.09 / 1.10 + 0) / 4
+    assert stats[("window", "derf", 2, False)] == pytest.approx(expected)
 
 
 def test_tuning_cost_is_nan_without_the_default_init():
@@ -192,5 +197,7 @@ def test_windows_ignore_rates_a_configuration_never_ran():
     train = runs(GRID)
     train = train[~((train["alpha"] == 1.0) & (train["attn_mult"] == 1.0) & (train["lr"] == 1e-2))]
     stats = tuning_statistics(train)
-    assert stats[("window", "derf", 2, False)] == pytest.approx(1.0)
+    # the missing rate lies beyond the choice's crossing (1.2 -> 1.6 crosses 1.29 first)
+    derf = (0.09 / 0.40 + 0.09 / 0.50 + 0.09 / 1.10 + 0.09 / 0.10) / 4
+    assert stats[("window", "derf", 2, False)] == pytest.approx(derf)
     assert stats[("sensitivity", "derf", 2, False)] == pytest.approx(1.1)

@@ -160,8 +160,8 @@ class BatchedAdamW:
         self.flat[:, : self.decayed].mul_(1 - rate * self.weight_decay)
         self.m.lerp_(grad, 1 - beta1)
         self.v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        denom = (self.v.sqrt() / math.sqrt(1 - beta2**t)).add_(self.EPS)
-        self.flat.sub_(self.m * (rate / (1 - beta1**t)) / denom)
+        denom = self.v.sqrt().div_(math.sqrt(1 - beta2**t)).add_(self.EPS)
+        self.flat.addcdiv_(self.m * (rate / (1 - beta1**t)), denom, value=-1.0)
         self.flat.grad = None
 
     def state(self) -> dict[str, torch.Tensor]:

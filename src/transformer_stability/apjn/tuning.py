@@ -25,16 +25,21 @@ MATCH = 0.1
 """Two configurations are J-matched when their ln J^{L,0} differ by at most this."""
 
 
-def rate_cells(lrs: np.ndarray) -> np.ndarray:
-    """The width in decades of each rate's cell on the log-rate axis (sorted rates; the cells
-    meet halfway between neighbours in log10 and the end cells reach as far out as in): a
-    window's width is the sum of its rates' cells, whether or not they are contiguous. A single
+def window_widths(loss: np.ndarray, limit: np.ndarray, lrs: np.ndarray) -> np.ndarray:
+    """The width in decades of the log-rate interval where a mean loss, linear in log10(rate)
+    between neighbouring rates, is at most `limit`: loss (..., rates) over the sorted `lrs`,
+    limit (...). A segment with both ends within counts whole, one with one end within up to
+    where the line crosses the limit (none past a diverged or untrained rate), so the width
+    moves continuously with the losses instead of jumping a rate's cell at a time (a
+    bootstrap's resamples then vary it smoothly). Rates beyond the grid count nothing; a single
     rate has no width."""
     x = np.log10(np.asarray(lrs, float))
-    if len(x) < 2:
-        return np.zeros(len(x))
-    gaps = np.diff(x)
-    return (np.concatenate([gaps[:1], gaps]) + np.concatenate([gaps, gaps[-1:]])) / 2
+    over = np.asarray(loss, float) - np.asarray(limit, float)[..., None]
+    a, b = over[..., :-1], over[..., 1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        crossing = np.where(a <= 0, a / (a - b), b / (b - a))  # the within end's share
+    share = np.where((a <= 0) & (b <= 0), 1.0, np.where((a <= 0) ^ (b <= 0), crossing, 0.0))
+    return (np.nan_to_num(share, nan=0.0) * np.diff(x)).sum(axis=-1)
 
 
 def window_tolerances(best: pd.Series, depth: pd.Series) -> pd.Series:
@@ -63,18 +68,20 @@ def _per_rate(train: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _window(rates: pd.DataFrame, cells: pd.Series) -> pd.Series:
-    """One configuration's best loss and rate, its window at tolerance `rates.tolerance` and
-    its events."""
+def _window(rates: pd.DataFrame, lrs: np.ndarray) -> pd.Series:
+    """One configuration's best loss and rate, its window at tolerance `rates.tolerance` (the
+    rates of the sweep's `lrs` within it, and its width) and its events."""
     best = rates["loss"].min()
     finite = bool(np.isfinite(best))
-    inside = finite & (rates["loss"] <= best + rates["tolerance"].iloc[0])
+    limit = best + rates["tolerance"].iloc[0]
+    inside = finite & (rates["loss"] <= limit)
+    loss = rates.set_index("lr")["loss"].reindex(lrs).to_numpy(float)
     return pd.Series({
         "log_apjn": rates["log_apjn"].mean(),
         "best_loss": best,
         "best_lr": rates.loc[rates["loss"].idxmin(), "lr"] if finite else np.nan,
         "window_rates": int(inside.sum()),
-        "window_decades": float(cells[rates.loc[inside, "lr"]].sum()),
+        "window_decades": float(window_widths(loss, np.float64(limit), lrs)) if finite else 0.0,
         "rates": len(rates),
         "runs": int(rates["runs"].sum()),
         "diverged": int(rates["diverged"].sum()),
@@ -86,15 +93,14 @@ def _window(rates: pd.DataFrame, cells: pd.Series) -> pd.Series:
 def rate_windows(train: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration: ln J^{L,0} of its models at init (mean over seeds), the best
     mean final loss over rates and its rate, the window (the rates within the depth's tolerance
-    of the best, their number and their width in decades, rate_cells) and the events of all its
-    runs."""
+    of the best, their number, and the width in decades of the log-rate interval within it,
+    window_widths) and the events of all its runs."""
     per_rate = _per_rate(train)
     lrs = np.sort(per_rate["lr"].unique())
-    cells = pd.Series(rate_cells(lrs), index=lrs)
     best = per_rate.groupby(CONFIG, dropna=False)["loss"].transform("min")
     per_rate["tolerance"] = window_tolerances(best, per_rate["depth"])
     rows = [
-        {**dict(zip(CONFIG, key, strict=True)), **_window(rates, cells)}
+        {**dict(zip(CONFIG, key, strict=True)), **_window(rates, lrs)}
         for key, rates in per_rate.groupby(CONFIG, dropna=False, sort=True)
     ]
     counts = ["depth", "window_rates", "rates", "runs", "diverged", "loss_spikes", "grad_blowups"]

@@ -9,8 +9,9 @@ init multiplier, depth) at every rate, a diverged seed counting as an infinite l
   after the rate is tuned;
 - tuning_cost: the loss at the untuned default (α₀ = 1, multiplier 1, the median rate) minus
   the best over every init choice and rate;
-- window: the width in decades of the rates within the depth's tolerance of a choice's best
-  (tuning.rate_cells, tuning.TOLERANCE), mean over the init choices;
+- window: the width in decades of the log-rates within the depth's tolerance of a choice's
+  best, the loss linear between rates (tuning.window_widths, tuning.TOLERANCE), mean over the
+  init choices;
 - instability: instability events (a divergence, loss spikes, gradient blow-ups) per run.
 A contrast is a saturating norm's value minus pre-LN's at the same depth; depth 0 holds the
 mean over the depths. The theory's link: the partial correlation of the best loss with
@@ -30,7 +31,7 @@ from transformer_stability.apjn.tuning import (
     CONFIG,
     TOLERANCE,
     partial_correlation_of,
-    rate_cells,
+    window_widths,
 )
 from transformer_stability.resampling import cell_means, grid_cells, labelled
 from transformer_stability.verdicts import bootstrap
@@ -99,11 +100,11 @@ class Grid:
         return TOLERANCE * np.where(np.isfinite(lowest), lowest, np.nan)
 
     def window(self) -> np.ndarray:
-        """(norm, α₀, mult, depth): the width in decades of the rates within the depth's
-        tolerance of the configuration's best (0 when none trained)."""
-        best = self.best[..., None]
-        inside = (self.loss <= best + self.tolerance()[:, None]) & np.isfinite(best)
-        return (inside * rate_cells(self.lrs)).sum(axis=-1)
+        """(norm, α₀, mult, depth): the width in decades of the log-rate interval within the
+        depth's tolerance of the configuration's best (tuning.window_widths; 0 when none
+        trained)."""
+        limit = np.where(np.isfinite(self.best), self.best + self.tolerance(), -np.inf)
+        return window_widths(self.loss, limit, self.lrs.to_numpy(float))
 
     def mean_log_j(self) -> np.ndarray:
         """(norm, α₀, mult, depth): ln J^{L,0} of the configuration's models (mean over rates

@@ -66,7 +66,9 @@ class TuningWindows(Table):
         "depth's lowest best loss",
     )
     window_decades: Series[float] = pa.Field(
-        ge=0, description="their width on the log10-rate axis (a cell per rate, tuning.rate_cells)"
+        ge=0,
+        description="the width on the log10-rate axis within that tolerance, the loss linear "
+        "between rates (tuning.window_widths)",
     )
     rates: Series[int] = pa.Field(ge=1, description="rates trained")
     runs: Series[int] = pa.Field(ge=1, description="runs (rates x seeds)")
