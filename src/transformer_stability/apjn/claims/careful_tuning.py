@@ -47,11 +47,11 @@ A5_STATISTIC = (
     "α₀ x multiplier, pre-LN the multiplier), tuning cost (loss at α₀ 1, multiplier 1 and the "
     "median rate {median} minus the best), window (decades of log-rate over the {rates} rates, "
     "{low} to {high}, where the mean final loss, linear between rates, exceeds a choice's best "
-    "by at most {tolerance} of the depth's lowest best loss, mean over choices) and instability (events per run), each with "
-    "its 95 % bootstrap interval over training seeds; context: measured/theory J^{{L,0}} over "
-    "the sensitivity sweeps, J-matched pairs, the partial correlation of the best loss with "
-    "ln J^{{L,0}} given the design factors and how often the α₀ with J^{{L,0}} nearest 1 trains "
-    "best"
+    "by at most {tolerance} of the depth's lowest best loss, mean over choices) and instability "
+    "(events per run), each with its 95 % bootstrap interval over training seeds; context: "
+    "measured/theory J^{{L,0}} over the sensitivity sweeps, J-matched pairs, the partial "
+    "correlation of the best loss with ln J^{{L,0}} given the design factors and how often the "
+    "α₀ with J^{{L,0}} nearest 1 trains best"
 )
 """What A.5's Finding says it computed, with its grid of depths and rates."""
 

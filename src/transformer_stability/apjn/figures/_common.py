@@ -58,7 +58,7 @@ REGIONS = (EARLY, "shallow", "middle", "deep")
 
 _WINDOW_ROWS = (
     ("best_loss", "best final loss over rates"),
-    ("window_rates", "rates within tolerance of the best"),
+    ("window_decades", "window (decades of rate)"),
     ("events", "instability events (all runs)"),
 )
 """Outcome columns of tuning_windows.csv and their axis labels: A7's rows, A8's first panels."""

@@ -83,10 +83,11 @@ sensitivity, the range of the best loss over rates across a norm's init choices 
 multiplier for Derf and DyT, the multiplier for pre-LN); tuning cost, the loss at the untuned
 default (α₀ = 1, multiplier 1, the median rate) minus the best over every choice and rate;
 window, the width in decades of the log-rates where the loss (linear between rates) exceeds a
-choice's best by at most 10 % of the lowest best loss at that depth, mean over the choices; instability, events (divergence, loss
-spikes, gradient blow-ups) per run. Top: each norm per depth and the mean over depths (all);
-bottom: Derf's and DyT's value minus pre-LN's (claim A.5 reads the 'all' contrasts: more
-sensitive, costlier untuned and a narrower window above, above and below the dashed zero).
+choice's best by at most 10 % of the lowest best loss at that depth, mean over the choices;
+instability, events (divergence, loss spikes, gradient blow-ups) per run. Top: each norm per
+depth and the mean over depths (all); bottom: Derf's and DyT's value minus pre-LN's (claim A.5
+reads the 'all' contrasts: more sensitive, costlier untuned and a narrower window above, above
+and below the dashed zero).
 Error bars: 95 % bootstrap intervals over training seeds.
 """,
     labels=_labels(

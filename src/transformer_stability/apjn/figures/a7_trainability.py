@@ -88,10 +88,11 @@ multiplier = attn_mult = mlp_mult, depth) trained at the peak rates
 {{ config["apjn"]["train"]["lrs"] | join(", ") }} with
 {{ config["apjn"]["train"]["seeds"] }} seeds. Top: the best over rates of the final training
 loss (mean over the last 10 % of steps and over seeds; a rate at which a seed diverged counts as
-never trained), its band the 95 % bootstrap interval over seeds; middle: the number of rates
-whose loss exceeds that best by at most 10 % of the lowest best loss at that depth (the tuning
-window); bottom: instability events over all its runs (non-finite loss or gradient, loss spikes
-above 1.5 x the lowest smoothed loss so far, gradient norms above 10 x their running mean).
+never trained), its band the 95 % bootstrap interval over seeds; middle: the tuning window, the
+width in decades of the log-rates where the loss (linear between rates) exceeds that best by at
+most 10 % of the lowest best loss at that depth; bottom: instability events over all its runs
+(non-finite loss or gradient, loss spikes above 1.5 x the lowest smoothed loss so far, gradient
+norms above 10 x their running mean).
 Columns: depth; lines: Derf and DyT against α₀, one style per init multiplier; pre-LN:
 horizontal lines.
 """,

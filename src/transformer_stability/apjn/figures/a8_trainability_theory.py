@@ -81,7 +81,8 @@ A8. Every configuration of A7 against the end-to-end APJN J^{L,0} that the mean-
 gives for its models at init: the built model's (a, m) read off its weights and (q0, p0) of its
 patch embedding of training images (exact at init for ReLU MLPs), mean over seeds. Left: best
 final training loss over rates, bars its 95 % bootstrap interval over seeds; middle: the tuning
-window (rates whose loss exceeds the best by at most 10 % of the depth's lowest best loss);
+window (decades of log-rate where the loss, linear between rates, exceeds the best by at most
+10 % of the depth's lowest best loss);
 marker: norm, filled: init multiplier 1, open: larger, size: depth; grey lines join the J-matched
 pairs (ln J^{L,0} within 0.1 of each other, different α₀, multiplier or depth). If J^{L,0}
 decided trainability, outcomes would order by it and matched pairs would lie flat. Right: the
