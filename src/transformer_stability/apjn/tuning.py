@@ -124,10 +124,11 @@ def matched_pairs(windows: pd.DataFrame) -> pd.DataFrame:
             "first": config_label(a), "second": config_label(b),
             "log_apjn_first": a["log_apjn"], "log_apjn_second": b["log_apjn"],
             "best_loss_first": a["best_loss"], "best_loss_second": b["best_loss"],
-            "window_rates_first": a["window_rates"], "window_rates_second": b["window_rates"],
+            "window_decades_first": a["window_decades"],
+            "window_decades_second": b["window_decades"],
         })  # fmt: skip
     columns = ["first", "second", "log_apjn_first", "log_apjn_second", "best_loss_first",
-               "best_loss_second", "window_rates_first", "window_rates_second"]  # fmt: skip
+               "best_loss_second", "window_decades_first", "window_decades_second"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
 
 

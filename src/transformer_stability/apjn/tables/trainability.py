@@ -96,8 +96,8 @@ class MatchedPairs(Table):
     log_apjn_second: Series[float] = pa.Field(description="the other's")
     best_loss_first: Series[float] = pa.Field(ge=0, metadata=INF, description="its best loss")
     best_loss_second: Series[float] = pa.Field(ge=0, metadata=INF, description="the other's")
-    window_rates_first: Series[int] = pa.Field(ge=0, description="its window (rates)")
-    window_rates_second: Series[int] = pa.Field(ge=0, description="the other's")
+    window_decades_first: Series[float] = pa.Field(ge=0, description="its window (decades)")
+    window_decades_second: Series[float] = pa.Field(ge=0, description="the other's")
 
     class Config:
         metadata = {"path": "apjn/matched_pairs.csv", "rule": "apjn_tuning"}
