@@ -182,8 +182,8 @@ def run_chunk(
     paths = path if isinstance(path, Mapping) else {None: path}
     models = model if isinstance(model, Mapping) else {None: model}
     frames: dict[str | None, list[pd.DataFrame]] = {name: [] for name in paths}
-    for item in tqdm(sorted(items, key=_sharing), desc=Path(next(iter(paths.values()))).stem,
-                     mininterval=5.0):  # fmt: skip
+    ordered = sorted(items, key=_sharing)
+    for item in tqdm(ordered, desc=Path(next(iter(paths.values()))).stem, mininterval=5.0):
         log.info("item %s", item.id)
         tables = table_of(item)
         named = tables if isinstance(tables, Mapping) else {None: tables}

@@ -104,8 +104,8 @@ def vit_logits(params: dict[str, torch.Tensor], x: torch.Tensor, spec: ViTSpec) 
     """The logits (R, B, classes) of R stacked ViTs of `spec`'s architecture (models.build_vit:
     patch embedding, class token, learned positions, pre-norm blocks with non-fused attention,
     final norm, head on the class token) on their images x (R, B, C, H, W): timm's forward
-    written with every product batched over the runs, a tenth cheaper per training step than
-    vmapping timm's modules (the same numbers to float32 rounding)."""
+    written with every product batched over the runs, a training step 15-35 % cheaper than
+    vmapping timm's modules (bench/RESULTS.md; the same numbers to float32 rounding)."""
     runs, batch, channels, size = x.shape[:4]
     patch, grid = spec.patch_size, size // spec.patch_size
     kernel = params["patch_embed.proj.weight"]

@@ -29,14 +29,15 @@ def window_widths(loss: np.ndarray, limit: np.ndarray, lrs: np.ndarray) -> np.nd
     """The width in decades of the log-rate interval where a mean loss, linear in log10(rate)
     between neighbouring rates, is at most `limit`: loss (..., rates) over the sorted `lrs`,
     limit (...). A segment with both ends within counts whole, one with one end within up to
-    where the line crosses the limit (none past a diverged or untrained rate), so the width
+    where the line crosses the limit (none past a diverged or untrained rate; none at all
+    under an infinite or NaN limit, a configuration that never trained), so the width
     moves continuously with the losses instead of jumping a rate's cell at a time (a
     bootstrap's resamples then vary it smoothly). Rates beyond the grid count nothing; a single
     rate has no width."""
     x = np.log10(np.asarray(lrs, float))
-    over = np.asarray(loss, float) - np.asarray(limit, float)[..., None]
-    a, b = over[..., :-1], over[..., 1:]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # inf - inf: never within
+        over = np.asarray(loss, float) - np.asarray(limit, float)[..., None]
+        a, b = over[..., :-1], over[..., 1:]
         crossing = np.where(a <= 0, a / (a - b), b / (b - a))  # the within end's share
     share = np.where((a <= 0) & (b <= 0), 1.0, np.where((a <= 0) ^ (b <= 0), crossing, 0.0))
     return (np.nan_to_num(share, nan=0.0) * np.diff(x)).sum(axis=-1)
@@ -81,7 +82,7 @@ def _window(rates: pd.DataFrame, lrs: np.ndarray) -> pd.Series:
         "best_loss": best,
         "best_lr": rates.loc[rates["loss"].idxmin(), "lr"] if finite else np.nan,
         "window_rates": int(inside.sum()),
-        "window_decades": float(window_widths(loss, np.float64(limit), lrs)) if finite else 0.0,
+        "window_decades": float(window_widths(loss, limit, lrs)),
         "rates": len(rates),
         "runs": int(rates["runs"].sum()),
         "diverged": int(rates["diverged"].sum()),

@@ -103,7 +103,7 @@ class Grid:
         """(norm, α₀, mult, depth): the width in decades of the log-rate interval within the
         depth's tolerance of the configuration's best (tuning.window_widths; 0 when none
         trained)."""
-        limit = np.where(np.isfinite(self.best), self.best + self.tolerance(), -np.inf)
+        limit = self.best + self.tolerance()
         return window_widths(self.loss, limit, self.lrs.to_numpy(float))
 
     def mean_log_j(self) -> np.ndarray:
