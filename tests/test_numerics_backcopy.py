@@ -4,6 +4,8 @@ any other predictor's, head statistics on attention rows whose answer is known, 
 run that learns and repeats itself bit for bit."""
 
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,10 @@ from transformer_stability.numerics.backcopy import (
     head_statistics,
     sink_emergence,
 )
+from transformer_stability.numerics.gpt2 import pretrained_gpt2
+from transformer_stability.numerics.inputs import input_ids
+from transformer_stability.numerics.items import TokenInputs
+from transformer_stability.numerics.spec import SINK_IDS, sink_spec
 
 TASK = BackcopyTask(vocab=12, triggers=2, seq_len=24, concentration=0.5)
 SMALL = {
@@ -134,12 +140,29 @@ def test_training_lowers_the_held_out_loss_toward_the_bayes_loss(emergence):
     assert len(heads) == 3 * 1 * 2 * 6 and set(heads["head"]) == {0, 1}
 
 
-def test_the_sink_experiment_repeats_itself_bit_for_bit(emergence):
-    again = sink_emergence(SMALL, seed=3)
+def test_the_sink_experiment_repeats_itself_bit_for_bit(emergence, tmp_path):
+    again = sink_emergence(SMALL, seed=3, out=tmp_path)
     for first, second in zip(emergence, again, strict=True):
         assert first.equals(second)
     other = sink_emergence(SMALL, seed=4)
     assert not emergence[1].equals(other[1])
+
+
+def test_the_saved_sink_model_is_the_trained_one_with_its_held_out_sequences(tmp_path):
+    """What the GPT-2 sweeps load back (the model through the pretrained loader, the sequences
+    through the saved-ids input) scores the held-out loss the experiment measured last."""
+    _, losses, _ = sink_emergence(SMALL, seed=3, out=tmp_path)
+    spec = replace(sink_spec(SMALL), source=str(tmp_path))
+    inputs = TokenInputs(16, 6, 6, ids=str(tmp_path / Path(SINK_IDS).name))
+    ids = input_ids(spec, spec.vocab, inputs, seed=0)
+    assert ids.shape == (6, 16) and (ids[:, 0] == SMALL["task"]["vocab"]).all()  # BOS first
+    model = pretrained_gpt2(spec)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[:, :-1].to(torch.float64).transpose(1, 2)
+    loss = torch.nn.functional.cross_entropy(logits, ids[:, 1:], reduction="none").mean(dim=1)
+    last = losses[losses.step == 60].loss.to_numpy()
+    np.testing.assert_allclose(loss.numpy(), last, rtol=1e-6)
+    assert losses[losses.step == 0].loss.mean() > last.mean() + 0.3  # not the initial model
 
 
 def test_the_rows_are_evaluated_at_the_initialization_and_after_training(emergence):

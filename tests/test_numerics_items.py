@@ -22,7 +22,14 @@ from transformer_stability.numerics.items import (
 )
 from transformer_stability.numerics.pipeline import SWEEPS
 from transformer_stability.numerics.rounding import Precision
-from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR
+from transformer_stability.numerics.spec import (
+    HELDOUT_TEXT,
+    MODELS_DIR,
+    SINK_DIR,
+    SINK_IDS,
+    SINK_MODEL,
+    sink_spec,
+)
 from transformer_stability.numerics.tables import Gpt2Errors, Gpt2Recursion
 from transformer_stability.sweeps import chunk_items, gather_items, run_chunk
 
@@ -49,10 +56,15 @@ def test_items_are_one_per_model_alpha_and_storage_group_in_table_order():
         "random-tiny_a0.001_bf16",
         "random-tiny_a1_fp32",
     ]
-    assert items[-1].id == "random-other_a1000_bf16"
-    assert len(items) == 2 * 3 * 2
+    assert items[11].id == "random-other_a1000_bf16"
+    assert items[-1].id == f"{SINK_MODEL}_a1000_bf16"  # N.9's sink model runs last
+    assert len(items) == 3 * 3 * 2
     assert items[0].precisions == ("fp32", "m16", "m10") and items[1].precisions == ("bf16",)
-    assert [item.id for item in weights_items(numerics, seed=0)] == ["random-tiny", "random-other"]
+    assert [item.id for item in weights_items(numerics, seed=0)] == [
+        "random-tiny",
+        "random-other",
+        SINK_MODEL,
+    ]
     assert len(chunk_items(items, 100)) == len(items)  # ids are distinct and file-name safe
 
 
@@ -86,8 +98,13 @@ def test_model_seed_follows_the_name_not_the_list_position():
     assert a["random-tiny_a1_fp32"].model_seed == model_seed(3, "random-tiny")
 
 
+def _random_items(numerics: dict) -> list:
+    """The items of the configured random models (the sink model's need its training run)."""
+    return [item for item in group_items(numerics, seed=0) if item.spec.name != SINK_MODEL]
+
+
 def test_every_item_of_a_model_builds_the_identical_model():
-    items = group_items(_numerics(), seed=0)
+    items = _random_items(_numerics())
     weights = weights_items(_numerics(), seed=0)[0]
     assert len({item.model_seed for item in [*items, weights]}) == 1
     gpt2_model.cache_clear()
@@ -100,7 +117,7 @@ def test_every_item_of_a_model_builds_the_identical_model():
 
 @pytest.mark.slow
 def test_chunk_tables_gather_into_the_same_tables_however_the_sweep_is_chunked(tmp_path):
-    items = group_items(_numerics(alphas=[0.1, 10.0], precisions=["fp32", "bf16"]), seed=0)
+    items = _random_items(_numerics(alphas=[0.1, 10.0], precisions=["fp32", "bf16"]))
     cpu = torch.device("cpu")
     gathered = {}
     for count in (1, 3, len(items)):
@@ -158,15 +175,49 @@ def test_a_trained_model_reads_its_own_directory_and_the_held_out_text():
     numerics = _numerics(alphas=[1.0], precisions=["fp32"])
     trained = {**TINY_MODEL, **CUSTOM, "weights": "trained", "vocab": 300}
     numerics["models"].append(trained)
-    random, model = group_items(numerics, seed=0)
+    random, model, _sink = group_items(numerics, seed=0)
     assert model.spec.source == MODELS_DIR + "/trained-tiny"
     assert model.inputs.text == HELDOUT_TEXT and random.inputs.text is None
-    assert [i.inputs.text for i in sources_items(numerics, 0)] == [None, HELDOUT_TEXT]
-    assert [i.inputs.text for i in attention_items(numerics, 0)] == [None, HELDOUT_TEXT]
+    assert [i.inputs.text for i in sources_items(numerics, 0)] == [None, HELDOUT_TEXT, None]
+    assert [i.inputs.text for i in attention_items(numerics, 0)] == [None, HELDOUT_TEXT, None]
     sweeps = {sweep.rule: sweep for sweep in SWEEPS}
-    assert sweeps["numerics_gpt2"].inputs(numerics) == [MODELS_DIR, HELDOUT_TEXT]
-    assert sweeps["numerics_weights"].inputs(numerics) == [MODELS_DIR]
-    assert sweeps["numerics_gpt2"].inputs(_numerics()) == []
+    assert sweeps["numerics_gpt2"].inputs(numerics) == [MODELS_DIR, SINK_DIR, HELDOUT_TEXT]
+    assert sweeps["numerics_weights"].inputs(numerics) == [MODELS_DIR, SINK_DIR]
+    assert sweeps["numerics_gpt2"].inputs(_numerics()) == [SINK_DIR]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        # (seq_len, sequences, batch) asked -> read of the sink model's 64-token sequences
+        ((128, 2, 2), (64, 4, 4)),  # the same tokens per add, in whole sequences
+        ((64, 3, 1), (64, 3, 1)),
+        ((16, 2, 2), (16, 2, 2)),  # cut to the asked length
+        ((1024, 20, 4), (64, 32, 32)),  # no more than it has (32)
+    ],
+)
+def test_the_sink_model_reads_its_own_held_out_sequences(inputs, expected):
+    """N.9's sink model joins every sweep with its own saved sequences (BOS first), never the
+    configured synthetic tokens or text, as many tokens as the others read where it has them."""
+    seq_len, sequences, batch = inputs
+    numerics = _numerics(alphas=[1.0], precisions=["fp32"])
+    numerics["inputs"] = {"seq_len": seq_len, "sequences": sequences, "batch": batch, "text": "x"}
+    numerics["sinks"] = {**numerics["sinks"], "sequences": 32}
+    numerics["sinks"]["task"] = {**numerics["sinks"]["task"], "seq_len": 64}
+    sink = group_items(numerics, seed=0)[-1]
+    assert sink.spec == sink_spec(numerics["sinks"]) and sink.spec.name == SINK_MODEL
+    assert sink.spec.source == SINK_DIR and sink.spec.weights == "trained"
+    assert sink.spec.vocab == numerics["sinks"]["task"]["vocab"] + 1  # BOS
+    read = sink.inputs
+    assert (read.seq_len, read.sequences, read.batch) == expected
+    assert read.ids == SINK_IDS and read.text is None
+    assert attention_items(numerics, 0)[-1].inputs == read
+
+
+def test_no_configured_model_may_take_the_sink_models_name():
+    numerics = _numerics()
+    numerics["models"].append({**TINY_MODEL, **CUSTOM, "size": "backcopy", "weights": "trained"})
+    assert any(SINK_MODEL in error for error in config_errors(numerics))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from transformer_stability.numerics.tables import (
     SinkTraining,
 )
 from transformer_stability.numerics.items import BOUND_EXPERIMENTS
+from transformer_stability.numerics.spec import SINK_DIR
 
 
 rule numerics_bounds:
@@ -92,7 +93,8 @@ rule numerics_train:
 
 # Claim N.9's model (numerics/backcopy.py): a GPT-2 trained on the Bigram-Backcopy task, its
 # heads measured from the random initialization to the end of training, and the softmax
-# evaluated on its attention rows at both ends (claim N.3 on a trained model).
+# evaluated on its attention rows at both ends (claim N.3 on a trained model). The trained model
+# and its held-out sequences are saved for the GPT-2 sweeps, which run it like every model.
 rule numerics_sinks:
     input:
         settings=settings_record("numerics_sinks"),
@@ -101,10 +103,12 @@ rule numerics_sinks:
         emergence=result(SinkEmergence),
         training=result(SinkTraining),
         softmax=result(SinkSoftmax),
+        model=directory(SINK_DIR),
     log:
         "results/logs/numerics/sinks.log",
     benchmark:
         "results/benchmarks/numerics/sinks.tsv"
+    priority: feeding_priority(SINK_DIR)
     conda:
         "../../envs/pipeline.yaml"
     params:

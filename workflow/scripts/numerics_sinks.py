@@ -1,6 +1,9 @@
 """Rule numerics_sinks: the Bigram-Backcopy model trained (float32, on the CPU), its heads and
 held-out loss measured at every checkpoint (claim N.9, figure N10), and the softmax evaluated on
-its attention rows at the initialization and after training (claim N.3, figure N11)."""
+its attention rows at the initialization and after training (claim N.3, figure N11); the trained
+model saved with its held-out sequences for the GPT-2 sweeps."""
+
+from pathlib import Path
 
 import torch
 
@@ -12,7 +15,8 @@ TABLES = {"emergence": SinkEmergence, "training": SinkTraining, "softmax": SinkS
 
 
 def compute(tables, settings):
-    found = sink_emergence(settings["numerics"]["sinks"], settings["seed"])
+    model = Path(snakemake.output.model)
+    found = sink_emergence(settings["numerics"]["sinks"], settings["seed"], model)
     return dict(zip(TABLES, found, strict=True))
 
 

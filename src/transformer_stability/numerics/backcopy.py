@@ -18,6 +18,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,9 @@ from transformers import GPT2LMHeadModel
 
 from transformer_stability.numerics.attention_rows import attention_logits, row_evaluation
 from transformer_stability.numerics.gpt2 import random_gpt2
+from transformer_stability.numerics.inputs import write_ids
 from transformer_stability.numerics.lowp import Format
-from transformer_stability.numerics.spec import SINK_MODEL, GPT2Spec
+from transformer_stability.numerics.spec import SINK_IDS, SINK_MODEL, GPT2Spec, sink_spec
 from transformer_stability.numerics.tables import SinkEmergence, SinkSoftmax, SinkTraining
 from transformer_stability.numerics.training import OptimizerSettings, adamw_steps
 from transformer_stability.tables import select
@@ -117,15 +119,7 @@ class SinkExperiment:
     @classmethod
     def from_config(cls, sinks: Mapping[str, Any]) -> SinkExperiment:
         """The experiment of the config's `numerics.sinks`: trained to its last checkpoint."""
-        task = BackcopyTask(**sinks["task"])
-        spec = GPT2Spec(
-            size="backcopy",
-            weights="trained",
-            **sinks["model"],
-            vocab=task.vocab + 1,
-            positions=task.seq_len,
-            key="numerics.sinks.model",
-        )
+        task, spec = BackcopyTask(**sinks["task"]), sink_spec(sinks)
         checkpoints = (0, *sorted(sinks["checkpoints"]))
         optimizer = OptimizerSettings(steps=checkpoints[-1], **sinks["training"])
         formats = tuple(Format.parse(name) for name in sinks["formats"])
@@ -162,11 +156,12 @@ def measure(
 
 
 def sink_emergence(
-    sinks: Mapping[str, Any], seed: int
+    sinks: Mapping[str, Any], seed: int, out: Path | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train the sink model of `sinks` (the config's numerics.sinks) from `seed`; measure its
     heads and its held-out loss at every checkpoint, and the softmax evaluation of its late
-    attention rows at the first and the last. (SinkEmergence, SinkTraining, SinkSoftmax)."""
+    attention rows at the first and the last. (SinkEmergence, SinkTraining, SinkSoftmax). With
+    `out`, save the trained model there with the held-out sequences, for the GPT-2 sweeps."""
     experiment = SinkExperiment.from_config(sinks)
     task, generator = experiment.task, torch.Generator().manual_seed(seed)
     chain = task.transitions(generator)
@@ -196,6 +191,9 @@ def sink_emergence(
         lambda: task.sample(chain, experiment.optimizer.batch, generator),
         lambda step, _loss: checkpoint(step),
     )
+    if out is not None:
+        model.save_pretrained(out)
+        write_ids(heldout, out / Path(SINK_IDS).name)
     return tuple(
         select(pd.concat(frames, ignore_index=True).assign(model=SINK_MODEL), table)
         for frames, table in (

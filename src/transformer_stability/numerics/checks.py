@@ -13,7 +13,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from transformer_stability.numerics.spec import GPT2_SIZES, numerics_model_name, pretrained_source
+from transformer_stability.numerics.spec import (
+    GPT2_SIZES,
+    SINK_MODEL,
+    numerics_model_name,
+    pretrained_source,
+)
 
 HUB = ("huggingface.co", 443)
 HUB_TIMEOUT_S = 3.0
@@ -31,6 +36,11 @@ def config_errors(numerics: dict[str, Any]) -> list[str]:
         named = entry["size"] in GPT2_SIZES
         checks += [
             (names.count(names[i]) == 1, key, f"a second model is named {names[i]!r}"),
+            (
+                names[i] != SINK_MODEL,
+                key,
+                f"{SINK_MODEL!r} names N.9's sink model (numerics.sinks)",
+            ),
             (
                 named or entry["weights"] == "pretrained" or None not in shape,
                 f"{key}.size",

@@ -1,5 +1,6 @@
-"""The token ids a GPT-2 run reads: synthetic (uniform, seeded; the offline default) or
-windows of a text file tokenized with the model's own tokenizer.
+"""The token ids a GPT-2 run reads: synthetic (uniform, seeded; the offline default), windows
+of a text file tokenized with the model's own tokenizer, or sequences saved beside a model (the
+sink model's held-out task sequences, which no tokenizer makes).
 
 The tokenizer is the one found at the model's `source` (its size's hub id when `source` is
 null), loaded like the weights: offline from a local directory, from the hub (or its cache)
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from transformer_stability.numerics.items import TokenInputs
@@ -28,7 +30,10 @@ def token_ids(vocab: int, sequences: int, seq_len: int, seed: int) -> torch.Tens
 
 
 def input_ids(spec: GPT2Spec, vocab: int, inputs: TokenInputs, seed: int) -> torch.Tensor:
-    """(sequences, T) token ids of a run: text windows when `inputs.text` is set."""
+    """(sequences, T) token ids of a run: saved sequences when `inputs.ids` is set, text
+    windows when `inputs.text` is, else synthetic ids."""
+    if inputs.ids is not None:
+        return saved_ids(Path(inputs.ids), inputs.sequences, inputs.seq_len)
     if inputs.text is None:
         return token_ids(vocab, inputs.sequences, inputs.seq_len, seed)
     ids = _tokenize(spec, Path(inputs.text))
@@ -45,6 +50,23 @@ def input_ids(spec: GPT2Spec, vocab: int, inputs: TokenInputs, seed: int) -> tor
             f"the model's vocabulary of {vocab}"
         )
     return ids[:needed].view(inputs.sequences, inputs.seq_len)
+
+
+def write_ids(ids: torch.Tensor, path: Path) -> None:
+    """(sequences, T) token ids to `path`, one sequence per line (read by saved_ids)."""
+    np.savetxt(path, ids.numpy(), fmt="%d")
+
+
+def saved_ids(path: Path, sequences: int, seq_len: int) -> torch.Tensor:
+    """The first `sequences` sequences of the file `path` (write_ids), each cut to its first
+    `seq_len` tokens; an error where the file holds fewer or shorter ones."""
+    ids = np.loadtxt(path, dtype=np.int64, ndmin=2)
+    if ids.shape[0] < sequences or ids.shape[1] < seq_len:
+        raise TextInputError(
+            f"{str(path)!r} holds {ids.shape[0]} sequences of {ids.shape[1]} tokens; the run "
+            f"reads {sequences} of {seq_len}"
+        )
+    return torch.from_numpy(ids[:sequences, :seq_len].copy())
 
 
 def _tokenize(spec: GPT2Spec, path: Path) -> torch.Tensor:

@@ -19,7 +19,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from transformer_stability.numerics.spec import HELDOUT_TEXT, MODELS_DIR, GPT2Spec
+from transformer_stability.numerics.spec import (
+    HELDOUT_TEXT,
+    MODELS_DIR,
+    SINK_DIR,
+    SINK_IDS,
+    SINK_MODEL,
+    GPT2Spec,
+    sink_spec,
+)
 
 # storage format of a test format: the dtype its tensors are held in (m<bits> keeps float32)
 _STORAGE = {"fp64": "fp64", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
@@ -70,12 +78,14 @@ def model_seed(seed: int, name: str) -> int:
 @dataclass(frozen=True)
 class TokenInputs:
     """The input: `sequences` sequences of `seq_len` token ids, `batch` per forward; uniform
-    synthetic ids, or windows of the text file `text` (numerics/inputs.py)."""
+    synthetic ids, windows of the text file `text`, or the first sequences (cut to `seq_len`)
+    of the file `ids` of token id sequences, one per line (numerics/inputs.py)."""
 
     seq_len: int
     sequences: int
     batch: int
     text: str | None = None
+    ids: str | None = None
 
 
 class ModelItem:
@@ -155,16 +165,30 @@ class AttentionItem(ModelItem):
         return self.spec.name
 
 
-def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
+def configured_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
+    """The models of `numerics.models`."""
     return [
         GPT2Spec.from_config(entry, key=f"numerics.models[{index}]")
         for index, entry in enumerate(numerics["models"])
     ]
 
 
-def model_inputs(spec: GPT2Spec, inputs: TokenInputs) -> TokenInputs:
-    """A model's input: a trained model reads the held-out text in its own tokens (natural
-    text it never saw), every other model the configured input."""
+def model_specs(numerics: dict[str, Any]) -> list[GPT2Spec]:
+    """The models the GPT-2 sweeps run: the configured ones, then N.9's sink model."""
+    return [*configured_specs(numerics), sink_spec(numerics["sinks"])]
+
+
+def model_inputs(spec: GPT2Spec, inputs: TokenInputs, sinks: dict[str, Any]) -> TokenInputs:
+    """A model's input: the sink model reads its own held-out task sequences (BOS first; as
+    many tokens as `inputs` asks, up to all of them, each cut to at most `inputs.seq_len`), a
+    text-trained model the held-out text in its own tokens (natural text it never saw), every
+    other model the configured input."""
+    if spec.name == SINK_MODEL:
+        seq_len = min(inputs.seq_len, sinks["task"]["seq_len"])
+        per_sequence = inputs.seq_len // seq_len
+        sequences = min(sinks["sequences"], inputs.sequences * per_sequence)
+        batch = min(sequences, inputs.batch * per_sequence)
+        return TokenInputs(seq_len, sequences, batch, ids=SINK_IDS)
     return replace(inputs, text=HELDOUT_TEXT) if spec.weights == "trained" else inputs
 
 
@@ -185,7 +209,7 @@ def group_items(numerics: dict[str, Any], seed: int) -> list[GroupItem]:
     """Every (model, α, storage group), in the order of the gathered tables."""
     inputs = _token_inputs(numerics)
     return [
-        GroupItem(spec, alpha, group, model_inputs(spec, inputs), seed)
+        GroupItem(spec, alpha, group, model_inputs(spec, inputs, numerics["sinks"]), seed)
         for spec in model_specs(numerics)
         for alpha in numerics["alphas"]
         for group in storage_groups(numerics["precisions"])
@@ -196,7 +220,13 @@ def sources_items(numerics: dict[str, Any], seed: int) -> list[SourcesItem]:
     cfg, text = numerics["sources"], numerics["inputs"]["text"]
     inputs = TokenInputs(cfg["seq_len"], cfg["sequences"], cfg["sequences"], text)
     return [
-        SourcesItem(spec, cfg["alpha"], cfg["mantissa_bits"], model_inputs(spec, inputs), seed)
+        SourcesItem(
+            spec,
+            cfg["alpha"],
+            cfg["mantissa_bits"],
+            model_inputs(spec, inputs, numerics["sinks"]),
+            seed,
+        )
         for spec in model_specs(numerics)
     ]
 
@@ -207,13 +237,17 @@ def weights_items(numerics: dict[str, Any], seed: int) -> list[WeightsItem]:
 
 def attention_items(numerics: dict[str, Any], seed: int) -> list[AttentionItem]:
     inputs = _token_inputs(numerics)
-    return [AttentionItem(spec, model_inputs(spec, inputs), seed) for spec in model_specs(numerics)]
+    return [
+        AttentionItem(spec, model_inputs(spec, inputs, numerics["sinks"]), seed)
+        for spec in model_specs(numerics)
+    ]
 
 
 def trained_models(numerics: dict[str, Any]) -> list[str]:
-    """The pipeline's trained models, where the config has any."""
+    """The pipeline's trained models: the text-trained ones where the config has any, and
+    the sink model with its held-out sequences."""
     trained = any(entry["weights"] == "trained" for entry in numerics["models"])
-    return [MODELS_DIR] if trained else []
+    return [*([MODELS_DIR] if trained else []), SINK_DIR]
 
 
 def outside_files(numerics: dict[str, Any]) -> list[str]:
@@ -221,7 +255,7 @@ def outside_files(numerics: dict[str, Any]) -> list[str]:
     tokens), and the pipeline's trained models with their held-out text, if any."""
     text = [numerics["inputs"]["text"]] if numerics["inputs"]["text"] is not None else []
     trained = trained_models(numerics)
-    return [*text, *trained, *([HELDOUT_TEXT] if trained else [])]
+    return [*text, *trained, *([HELDOUT_TEXT] if MODELS_DIR in trained else [])]
 
 
 # The synthetic bound experiments (rule numerics_bounds, one job each).

@@ -32,13 +32,15 @@ from transformer_stability.sweeps import Sweep
 
 # the models: their entries, the base seed, and how the trained ones are trained
 _MODELS = ("seed", "numerics.models", "numerics.training")
+# the sweeps' models: those, and N.9's sink model with its held-out sequences
+_SWEPT = (*_MODELS, "numerics.sinks")
 
 SWEEPS = (
     Sweep(
         "numerics_gpt2",
         group_items,
         {"errors": Gpt2Errors, "recursion": Gpt2Recursion},
-        settings=("device", *_MODELS, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
+        settings=("device", *_SWEPT, "numerics.inputs", "numerics.alphas", "numerics.precisions"),
         inputs=outside_files,
         work=group_work,
     ),
@@ -46,7 +48,7 @@ SWEEPS = (
         "numerics_sources",
         sources_items,
         {"table": RecursionSources},
-        settings=("device", *_MODELS, "numerics.inputs.text", "numerics.sources"),
+        settings=("device", *_SWEPT, "numerics.inputs.text", "numerics.sources"),
         inputs=outside_files,
         work=sources_work,
     ),
@@ -55,7 +57,7 @@ SWEEPS = (
         "numerics_weights",
         weights_items,
         {"table": Gpt2Weights},
-        settings=_MODELS,
+        settings=_SWEPT,
         inputs=trained_models,
         gpu=False,
     ),
@@ -63,7 +65,7 @@ SWEEPS = (
         "numerics_attention",
         attention_items,
         {"table": AttentionSinks},
-        settings=("device", *_MODELS, "numerics.inputs"),
+        settings=("device", *_SWEPT, "numerics.inputs"),
         inputs=outside_files,
         work=attention_work,
     ),

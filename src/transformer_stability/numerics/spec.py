@@ -3,8 +3,10 @@ items without importing it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 # where the pipeline writes what it trains (numerics/training.py): the tokenizer and the text
 # split, and one save_pretrained directory per model of `weights: trained`, read back by the
@@ -14,6 +16,10 @@ TOKENIZER_DIR = f"{TRAINED_DIR}/tokenizer"
 MODELS_DIR = f"{TRAINED_DIR}/models"
 TRAIN_TEXT, HELDOUT_TEXT = f"{TRAINED_DIR}/train.txt", f"{TRAINED_DIR}/heldout.txt"
 SINK_MODEL = "trained-backcopy"  # claim N.9's Bigram-Backcopy model (numerics/backcopy.py)
+# where the sink experiment saves that model and the held-out sequences it was measured on, so
+# that the GPT-2 sweeps run it like every other model (a token id sequence per line)
+SINK_DIR = f"{TRAINED_DIR}/backcopy"
+SINK_IDS = f"{SINK_DIR}/heldout_ids.txt"
 SINK_WEIGHT = 0.5  # a sink head: most of its late rows' weight on the first token (claim N.9)
 SINK_TIGHT = 10.0  # the sink-aware softmax bound: within one order of magnitude (claim N.3)
 GPT2_VOCAB = 50257
@@ -71,6 +77,21 @@ class GPT2Spec:
         if spec.weights == "trained":
             return replace(spec, source=trained_source(spec.name))
         return spec
+
+
+def sink_spec(sinks: Mapping[str, Any]) -> GPT2Spec:
+    """The Bigram-Backcopy model of the config's `numerics.sinks`: its vocabulary is the task's
+    tokens and BOS, its positions the task's sequence length; saved under SINK_DIR."""
+    task = sinks["task"]
+    return GPT2Spec(
+        size="backcopy",
+        weights="trained",
+        source=SINK_DIR,
+        **sinks["model"],
+        vocab=task["vocab"] + 1,
+        positions=task["seq_len"],
+        key="numerics.sinks.model",
+    )
 
 
 def trained_source(name: str) -> str:

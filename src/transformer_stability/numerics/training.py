@@ -29,7 +29,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
 from transformer_stability.numerics.gpt2 import random_gpt2
-from transformer_stability.numerics.items import model_seed, model_specs
+from transformer_stability.numerics.items import configured_specs, model_seed
 from transformer_stability.numerics.spec import GPT2Spec
 from transformer_stability.numerics.tables import Gpt2Training
 from transformer_stability.tables import select
@@ -198,7 +198,7 @@ def train_models(
     train, heldout = (token_stream(tokenizer, path) for path in texts)
     settings = TrainingSettings.from_config(numerics["training"])
     curves = []
-    for spec in model_specs(numerics):
+    for spec in configured_specs(numerics):
         if spec.weights != "trained":
             continue
         model, curve = train_gpt2(spec, train, heldout, settings, model_seed(seed, spec.name))

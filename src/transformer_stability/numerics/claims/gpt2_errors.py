@@ -85,8 +85,9 @@ N7 = ClaimSpec(
 N8 = ClaimSpec(
     id="N.8",
     statement="The alpha-invariance of N.7 and its transition hold on trained weights too "
-    "(a small GPT-2 trained offline on natural English, read on held-out text), not only "
-    "on random weights.",
+    "(a small GPT-2 trained offline on natural English, read on held-out text, and N.9's "
+    "Bigram-Backcopy model with attention sinks, read on its held-out sequences), not only on "
+    "random weights.",
     criterion=f"N.7's criterion on the weights: trained rows alone, exact on the run's "
     f"inputs: per format, the median rel_linf at the last add within a factor {FACTOR:g} "
     f"over the residual-dominated alphas (needs two), and the emulated formats off that "

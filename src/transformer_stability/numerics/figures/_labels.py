@@ -3,7 +3,7 @@ models and test formats, synthetic ones the format they emulate."""
 
 from __future__ import annotations
 
-from transformer_stability.numerics.spec import numerics_model_name
+from transformer_stability.numerics.items import model_specs
 
 
 def gpt2_labels(code: str, quantity: str, precision: str | None = None):
@@ -12,9 +12,7 @@ def gpt2_labels(code: str, quantity: str, precision: str | None = None):
     return lambda config: {
         "figure": code,
         "quantity": quantity,
-        "models": ", ".join(
-            numerics_model_name(m["weights"], m["size"]) for m in config["numerics"]["models"]
-        ),
+        "models": ", ".join(spec.name for spec in model_specs(config["numerics"])),
         "precision": (precision or ", ".join(config["numerics"]["precisions"])),
     }
 
