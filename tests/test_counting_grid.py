@@ -71,6 +71,7 @@ def test_bmin_is_the_smallest_bound_where_half_the_seeds_are_exact_whatever_lies
     free = runs.iloc[:2].assign(B=math.inf, ratio=np.nan, lower_bound=np.nan)
     success = success_table(pd.concat([runs, free], ignore_index=True))
     assert list(success["fraction"]) == [0.25, 0.25, 0.5, 0.5]
+    assert list(success["bracket"]) == ["none", "last failing", "first passing", "none"]
     row = empirical_bmin(runs, success).iloc[0]
     assert row["bmin"] == 1.2 and row["ratio"] == 1.2 and row["fraction"] == 0.5
     assert row["exact_below_bound"] == 1
@@ -78,9 +79,23 @@ def test_bmin_is_the_smallest_bound_where_half_the_seeds_are_exact_whatever_lies
     assert row["bounds"] == 4 and row["seeds"] == 4
 
 
+def test_a_first_bound_that_passes_has_no_failing_end_and_lengths_bracket_apart():
+    runs = pd.concat(
+        [_runs(8, {1.1: [True, True], 1.2: [True, True]}), _runs(16, {0.9: [False], 1.0: [True]})]
+    )
+    assert list(success_table(runs)["bracket"]) == [
+        "first passing",
+        "none",
+        "last failing",
+        "first passing",
+    ]
+
+
 def test_bmin_is_inf_where_no_bound_reaches_half_the_seeds():
     runs = _runs(16, {1.1: [False, False, False, True], 1.3: [True, False, False, False]})
-    row = empirical_bmin(runs, success_table(runs)).iloc[0]
+    success = success_table(runs)
+    assert list(success["bracket"]) == ["none", "none"]
+    row = empirical_bmin(runs, success).iloc[0]
     assert math.isinf(row["bmin"]) and math.isnan(row["fraction"])
     assert row["seed_bmin_high"] == math.inf
 

@@ -59,7 +59,10 @@ def test_a_training_item_has_the_bound_grid_and_unconstrained_runs_where_configu
     assert items["regression_L32"].grid is None and items["regression_L32"].unconstrained
     assert all(i.seeds == (10, 11, 12) for i in items.values())
     assert items["regression_L8"].provenance == {"seed": 10, "dtype": "float64"}
-    assert items["regression_L8"].grid == BoundGrid((0.9, 1.2), relative=True)
+    assert items["regression_L8"].grid == BoundGrid((0.9, 1.2), True, 0.01, 8)  # the search
+    assert (
+        items["regression_L16"].steps == 400 and items["regression_L16"].unconstrained_steps == 6000
+    )
     assert items["classification_L16"].grid == BoundGrid((0.5,), relative=False)
     assert items["classification_L16"].edges_only and not items["regression_L8"].edges_only
 
@@ -73,10 +76,12 @@ def test_the_work_of_a_training_item_counts_the_polish_of_its_constrained_regres
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
     items = {i.id: i for i in train_items(config["counting"], 0)}
     fixed, quadratic = POLISH_ITERATION_SECONDS
-    for length in (8, 128):
+    for length, free_steps in ((8, 0), (128, 6000)):
         work = train_work(items[f"regression_L{length}"])
-        polish = 3 * 2 * 50 * (fixed + quadratic * length**2)  # 3 seeds x 2 ratios
-        assert work.steps == 100 and work.host_seconds == pytest.approx(polish), length
+        # 3 seeds x (2 ratios, then one per later round of the search's 8)
+        polish = 3 * (2 + 7) * 50 * (fixed + quadratic * length**2)
+        assert work.steps == 8 * 100 + free_steps, length
+        assert work.host_seconds == pytest.approx(polish), length
         assert f"polish {polish / 60:.0f} min on the host" in work.what
     classification = train_work(items["classification_L16"])
     assert classification.host_seconds == 0 and "polish" not in classification.what

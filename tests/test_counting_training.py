@@ -94,6 +94,7 @@ def test_a_training_item_trains_every_ratio_with_every_seed_then_unconstrained(s
     from transformer_stability.counting.training_tables import training_table
 
     sweep = {"steps": 5, "lengths": [4], "unconstrained_lengths": [4], "ratios": [0.9, 1.3]}
+    sweep |= {"rounds": 1, "unconstrained_steps": 6}  # no search: the first round alone
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 2}}}, schema)
     item = next(i for i in train_items(config["counting"], 7) if i.id == "regression_L4")
     table = training_table(item, "cpu")
@@ -109,6 +110,7 @@ def test_a_training_item_trains_every_ratio_with_every_seed_then_unconstrained(s
     np.testing.assert_allclose(grid["B"], grid["ratio"] * low)
     free = table[~np.isfinite(table["B"])]
     assert list(free["seed"]) == [7, 8] and free["ratio"].isna().all()
+    assert (grid["steps"] == 5).all() and (free["steps"] == 6).all()
     assert (grid["max_vector_norm"] <= grid["B"] * (1 + 1e-9)).all()
     assert grid["max_error"].notna().all() and grid["logit_margin"].isna().all()
     assert ((grid["max_error"] < 0.5) == (grid["accuracy"] == 1.0)).all()

@@ -14,30 +14,48 @@ host whatever the device) takes about a + b L^2 seconds: 9, 13, 58 and 219 ms we
 L = 16, 64, 128 and 256 (one thread of the 2-core reference VM, bench/RESULTS.md)."""
 
 
+def _grid_runs(item: TrainItem) -> tuple[int, int]:
+    """(constrained runs at most, the largest round's): the first round's ratios with every
+    seed, then one ratio per later round of the B_min search."""
+    if item.grid is None:
+        return 0, 0
+    first = len(item.seeds) * len(item.grid.ratios)
+    return first + len(item.seeds) * (item.grid.rounds - 1), first
+
+
 def polish_seconds(item: TrainItem) -> float:
     """The polish of the item's constrained regression runs, one run after another: each run's
     first working-set solve at its iteration limit (the runs measured stopped there or before,
     and needed no second round)."""
     if item.readout != "regression" or not item.polish_iterations or item.grid is None:
         return 0.0
-    runs = len(item.seeds) * len(item.grid.ratios)
     fixed, quadratic = POLISH_ITERATION_SECONDS
-    return runs * item.polish_iterations * (fixed + quadratic * item.length**2)
+    return _grid_runs(item)[0] * item.polish_iterations * (fixed + quadratic * item.length**2)
 
 
 def train_work(item: TrainItem) -> Work:
-    """One full-batch training of every run (grid bounds x seeds, plus the unconstrained
-    seeds), then the polish of the constrained regression runs: sequential steps bound it. Per
-    training point and run a forward costs about 20 d (scores of the two token kinds, softmax
-    weights, norm) plus 2 K d for a K-way read-out; memory: about as many numbers, kept for the
-    backward pass, in the item's dtype."""
-    runs = len(item.seeds) * ((len(item.grid.ratios) if item.grid else 0) + item.unconstrained)
+    """Full-batch trainings: every round of the bound grid (at most the search's rounds) and the
+    unconstrained seeds, one after another, then the polish of the constrained regression runs:
+    sequential steps bound it. Per training point and run a forward costs about 20 d (scores of
+    the two token kinds, softmax weights, norm) plus 2 K d for a K-way read-out; memory: about
+    as many numbers for the largest round, kept for the backward pass, in the item's dtype."""
+    grid, largest = _grid_runs(item)
+    free = len(item.seeds) * item.unconstrained
     full = (item.length + 1) * (item.length + 2) // 2
     points = 2 * (item.length + 1) if item.edges_only else full
     classes = item.length + 1 if item.readout == "classification" else 1
-    per_step = runs * points * (20 + 2 * classes) * item.width
+    per_run_step = points * (20 + 2 * classes) * item.width
+    run_steps = grid * item.steps + free * item.unconstrained_steps
+    rounds = item.grid.rounds if item.grid else 0
+    # unconstrained runs of the grid's steps join its first round (training_tables.py)
+    joined = rounds > 0 and item.unconstrained_steps == item.steps
+    sequential = (
+        rounds * item.steps + (item.unconstrained and not joined) * item.unconstrained_steps
+    )
     polish = polish_seconds(item)
-    what = f"{runs} runs x {item.steps} steps, {points} points, {item.readout}"
+    what = f"{grid + free} runs, {sequential} steps, {points} points, {item.readout}"
     what += f", polish {polish / 60:.0f} min on the host" if polish else ""
-    memory = dtype_bytes(item.dtype) * per_step
-    return Work(TRAIN_FACTOR * per_step * item.steps, item.steps, what, memory, polish)
+    memory = (
+        dtype_bytes(item.dtype) * (largest + free if joined else max(largest, free)) * per_run_step
+    )
+    return Work(TRAIN_FACTOR * per_run_step * run_steps, sequential, what, memory, polish)

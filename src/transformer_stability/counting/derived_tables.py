@@ -52,7 +52,8 @@ def precision_table(constructions: pd.DataFrame, training: pd.DataFrame) -> pd.D
 
 def success_table(training: pd.DataFrame) -> pd.DataFrame:
     """success.csv: per (read-out, L, B) of the bound grid, how many seeds count the whole grid
-    exactly and that fraction; the unconstrained runs are left out."""
+    exactly and that fraction, and (regression) which rows end B_min's bracket; the
+    unconstrained runs are left out."""
     constrained = training[np.isfinite(training["B"])]
     keys = ["placement", "readout", "d", "L", "B"]
     grouped = constrained.groupby(keys, dropna=False)
@@ -62,7 +63,15 @@ def success_table(training: pd.DataFrame) -> pd.DataFrame:
         seeds=("seed", "nunique"),
         exact=("accuracy", lambda a: int((a >= 1.0).sum())),
     ).reset_index()
-    return select(table.assign(fraction=table["exact"] / table["seeds"]), Success)
+    table = table.assign(fraction=table["exact"] / table["seeds"], bracket="none")
+    for _, part in table[table["readout"] == "regression"].groupby(["placement", "d", "L"]):
+        passing = part.index[part["fraction"] >= QUORUM]  # part is sorted by B (groupby keys)
+        if len(passing):
+            first = part.index.get_loc(passing[0])
+            table.loc[passing[0], "bracket"] = "first passing"
+            if first:
+                table.loc[part.index[first - 1], "bracket"] = "last failing"
+    return select(table, Success)
 
 
 def _seed_minimum(runs: pd.DataFrame) -> float:

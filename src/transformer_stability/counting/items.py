@@ -19,13 +19,17 @@ from transformer_stability.counting.names import READOUTS
 
 @dataclass(frozen=True)
 class BoundGrid:
-    """The norm bounds of one read-out's constrained runs, every one trained with every seed (no
-    search, so nothing assumes success monotone in B). Regression: B = ratio x the theory's
-    lower bound at L (computed in the job; ratios below 1 are controls, where no parameters
-    count). Classification: B = ratio itself, since scale invariance leaves it no lower bound."""
+    """The norm bounds of one read-out's constrained runs, every one trained with every seed.
+    Regression: B = ratio x the theory's lower bound at L (computed in the job; ratios below 1
+    are controls, where no parameters count), `ratios` the first round of the search for B_min
+    that refines its bracket to `resolution` in at most `rounds` rounds (counting/bracket.py).
+    Classification: B = ratio itself, since scale invariance leaves it no lower bound; no
+    search (resolution None, one round)."""
 
     ratios: tuple[float, ...]  # classification: the bounds themselves
     relative: bool  # True: ratios multiply the lower bound (regression)
+    resolution: float | None = None
+    rounds: int = 1
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,8 @@ class TrainItem:
     length: int
     width: int
     seeds: tuple[int, ...]
-    steps: int
+    steps: int  # constrained runs
+    unconstrained_steps: int
     lr: float
     final_lr_fraction: float
     p_range: tuple[float, float] | None  # regression only: the loss exponent's ramp
@@ -131,7 +136,11 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
     for readout in READOUTS:
         sweep = training[readout]
         classification = readout == "classification"
-        grid = BoundGrid(tuple(sweep["bounds" if classification else "ratios"]), not classification)
+        grid = (
+            BoundGrid(tuple(sweep["bounds"]), relative=False)
+            if classification
+            else BoundGrid(tuple(sweep["ratios"]), True, sweep["resolution"], sweep["rounds"])
+        )
         for length in sorted(set(sweep["lengths"]) | set(sweep["unconstrained_lengths"])):
             items.append(
                 TrainItem(
@@ -140,6 +149,7 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
                     width=training["width"],
                     seeds=seeds,
                     steps=sweep["steps"],
+                    unconstrained_steps=sweep.get("unconstrained_steps", sweep["steps"]),
                     lr=sweep["lr"],
                     final_lr_fraction=training["final_lr_fraction"],
                     p_range=None if classification else (sweep["p_start"], sweep["p_end"]),

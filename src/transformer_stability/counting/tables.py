@@ -17,6 +17,7 @@ from transformer_stability.tables import INF, Table
 REGRESSION_RATE_PLACEMENTS = 4  # counting/derived_tables.py: every placement but bare pre-norm
 REFERENCE_PLACEMENTS = 3  # counting/derived_tables.py: none, post_bare, post_learned
 QUORUM = 0.5  # trained B_min: the smallest grid bound with at least this fraction of seeds exact
+BRACKET_ENDS = ("first passing", "last failing", "none")  # success.csv's bracket column
 SOURCES = ("lower_bound", "construction", "training", "training_bound")
 MARGIN_SOURCES = ("margin", "trained_margin", "head_margin")  # classification margins' rates
 
@@ -223,14 +224,23 @@ class Success(Construction):
     seeds: Series[int] = pa.Field(ge=1, description="the seeds trained at this B")
     exact: Series[int] = pa.Field(ge=0, description="the seeds exact on the whole grid")
     fraction: Series[float] = pa.Field(ge=0, le=1, description="exact / seeds")
+    bracket: Series[str] = pa.Field(
+        isin=BRACKET_ENDS,
+        description="regression: the ends of B_min's bracket, 'first passing' (the smallest B "
+        "with at least QUORUM of the seeds exact: B_min) and 'last failing' (the B tried just "
+        "under it); 'none' elsewhere",
+    )
 
     class Config:
         metadata = {"path": "counting/success.csv", "rule": "counting_rates"}
 
     @classmethod
-    def rows(cls, config: Mapping[str, Any]) -> int:
-        """One row per constrained (read-out, L, grid bound)."""
+    def rows(cls, config: Mapping[str, Any]) -> int | None:
+        """One row per constrained (read-out, L, grid bound): unknown where the regression
+        search has later rounds (their ratios depend on the first round's outcome)."""
         training = config["counting"]["training"]
+        if training["regression"]["rounds"] > 1:
+            return None
         grids = {"regression": "ratios", "classification": "bounds"}
         return sum(
             len(set(training[r]["lengths"])) * len(set(training[r][grids[r]])) for r in READOUTS

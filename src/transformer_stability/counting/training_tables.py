@@ -1,5 +1,6 @@
 """Study C training items -> tidy rows: the learned-post-norm model trained on a grid of norm
-bounds x seeds per (read-out, L), plus unconstrained runs, all in one batched training.
+bounds x seeds per (read-out, L) (regression: the rounds of the search for B_min's bracket),
+plus unconstrained runs, each round one batched training.
 
 The regression bounds are multiples of the theory's lower bound, so editing the lower bounds
 reruns the regression training jobs.
@@ -9,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import torch
 
+from transformer_stability.counting.bracket import bracket, next_ratio
 from transformer_stability.counting.items import TrainItem
 from transformer_stability.counting.model import ModelSpec
-from transformer_stability.counting.tables import Training
+from transformer_stability.counting.tables import QUORUM, Training
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import TrainConfig, line_head_margin, train_runs
 from transformer_stability.device import resolve_dtype
@@ -56,44 +60,36 @@ def bound_scale(spec: ModelSpec) -> float:
     return math.nan
 
 
-def runs_of(item: TrainItem, scale: float) -> list[tuple[float, float, int]]:
-    """(B, ratio, seed) of every run: each grid bound with each seed, then the unconstrained
-    seeds (ratio NaN there and for classification, whose grid holds the bounds themselves)."""
-    runs = []
-    if item.grid is not None:
-        relative = item.grid.relative
-        runs = [
-            (ratio * scale, ratio, seed) if relative else (ratio, math.nan, seed)
-            for ratio in item.grid.ratios
-            for seed in item.seeds
-        ]
-    if item.unconstrained:
-        runs += [(math.inf, math.nan, seed) for seed in item.seeds]
-    return runs
+Run = tuple[float, float, int]  # (B, ratio, seed); ratio NaN: unconstrained or classification
 
 
-def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
-    """training.csv rows of one item: every (B, seed) run of the bound grid and the
-    unconstrained runs (B = inf) of the learned-post-norm model at length L, trained together;
-    `lower_bound` and `ratio` = B / lower bound for regression's constrained runs, and the best
-    head's margin on each classification run's representation."""
-    cfg = train_config(item, device)
-    spec = ModelSpec(TRAINED_PLACEMENT, item.readout, item.width, item.length)
-    scale = bound_scale(spec)
-    runs = runs_of(item, scale)
+def grid_runs(item: TrainItem, scale: float, ratios: Sequence[float]) -> list[Run]:
+    """(B, ratio, seed) of each of `ratios` of the item's grid with each seed (classification's
+    grid holds the bounds themselves: ratio NaN)."""
+    relative = item.grid is not None and item.grid.relative
+    return [
+        (ratio * scale, ratio, seed) if relative else (ratio, math.nan, seed)
+        for ratio in ratios
+        for seed in item.seeds
+    ]
+
+
+def _trained(
+    item: TrainItem, spec: ModelSpec, scale: float, runs: list[Run], cfg: TrainConfig
+) -> pd.DataFrame:
+    """training.csv rows of `runs`, trained together."""
     log.info("%s: %d runs x %d steps", item.id, len(runs), cfg.steps)
     metrics, params = train_runs(spec, [b for b, _, _ in runs], [s for _, _, s in runs], cfg)
     classification = spec.readout == "classification"
     best = line_head_margin(spec, params) if classification else np.full(len(runs), np.nan)
-    bounds = np.array([b for b, _, _ in runs])
     ratios = np.array([r for _, r, _ in runs])
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
             "placement": spec.placement,
             "readout": spec.readout,
             "d": spec.d,
             "L": spec.length,
-            "B": bounds,
+            "B": [b for b, _, _ in runs],
             "lower_bound": np.where(np.isfinite(ratios), scale, np.nan),
             "ratio": ratios,
             "seed": [s for _, _, s in runs],
@@ -103,4 +99,48 @@ def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
         | metrics
         | {"best_head_margin": best}
     )
-    return select(frame, Training)
+
+
+def _passed(frame: pd.DataFrame) -> dict[float, bool]:
+    """Per ratio of `frame`: whether at least QUORUM of its seeds count the whole grid."""
+    return (frame.groupby("ratio").accuracy.apply(lambda a: (a >= 1.0).mean()) >= QUORUM).to_dict()
+
+
+def _grid_rounds(
+    item: TrainItem, spec: ModelSpec, scale: float, cfg: TrainConfig, free: list[Run]
+) -> list[pd.DataFrame]:
+    """The grid's rows: its ratios in one round (with the unconstrained runs `free`), then
+    (regression) the rounds of the search for B_min's bracket (counting/bracket.py), each round
+    one batched training."""
+    grid = item.grid
+    frames = [_trained(item, spec, scale, grid_runs(item, scale, grid.ratios) + free, cfg)]
+    passed = _passed(frames[0]) if grid.resolution is not None else {}
+    for _ in range(grid.rounds - 1):
+        ratio = next_ratio(passed, grid.resolution) if passed else None
+        if ratio is None:
+            break
+        frames.append(_trained(item, spec, scale, grid_runs(item, scale, [ratio]), cfg))
+        passed |= _passed(frames[-1])
+    if passed:
+        lo, hi = bracket(passed)
+        log.info("%s: B_min / lower bound in (%s, %s]", item.id, lo, hi)
+    return frames
+
+
+def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
+    """training.csv rows of one item: every (B, seed) run of the bound grid (regression: of
+    every round of the B_min search) and the unconstrained runs (B = inf, their own steps) of
+    the learned-post-norm model at length L; `lower_bound` and `ratio` = B / lower bound for
+    regression's constrained runs, and the best head's margin on each classification run's
+    representation."""
+    cfg = train_config(item, device)
+    spec = ModelSpec(TRAINED_PLACEMENT, item.readout, item.width, item.length)
+    scale = bound_scale(spec)
+    free = [(math.inf, math.nan, seed) for seed in item.seeds] if item.unconstrained else []
+    # the unconstrained runs join the first round where they take its steps (one batch)
+    joined = free if item.grid is not None and item.unconstrained_steps == item.steps else []
+    frames = _grid_rounds(item, spec, scale, cfg, joined) if item.grid is not None else []
+    if free and not joined:
+        steps = replace(cfg, steps=item.unconstrained_steps)
+        frames.append(_trained(item, spec, scale, free, steps))
+    return select(pd.concat(frames, ignore_index=True), Training)

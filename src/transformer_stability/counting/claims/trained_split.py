@@ -156,7 +156,7 @@ def _quorum_terms(
         name = "B_min" if math.isfinite(b.bmin) else "the largest B"
         terms.append(
             Term(
-                f"seeds exact at {name}, L = {b.length} (B = {at / b.bound:.3g} x bound)",
+                f"seeds exact at {name}, L = {b.length} (B = {at / b.bound:.4g} x bound)",
                 seeds[("regression", b.length, at)],
                 at_least(QUORUM),
             )
@@ -165,7 +165,7 @@ def _quorum_terms(
             terms.append(
                 Term(
                     f"seeds exact below B_min, L = {b.length} "
-                    f"(B = {b.under / b.bound:.3g} x bound)",
+                    f"(B = {b.under / b.bound:.4g} x bound)",
                     seeds[("regression", b.length, b.under)],
                     below(QUORUM),
                 )
@@ -187,8 +187,9 @@ def _brackets(success: pd.DataFrame) -> list[Bracket]:
 
 
 def _interval(b: Bracket) -> str:
-    """'(1, 1.1] (L = 16)': a bracket relative to the lower bound."""
-    return f"({b.lo / b.bound:.3g}, {b.hi / b.bound:.3g}] (L = {b.length})"
+    """'(1, 1.005] (L = 16)': a bracket relative to the lower bound, to four digits (the
+    search's brackets are 1 % wide)."""
+    return f"({b.lo / b.bound:.4g}, {b.hi / b.bound:.4g}] (L = {b.length})"
 
 
 def training_reproduces_the_split(tables: Tables, section: Mapping[str, Any]) -> Finding | None:
