@@ -134,3 +134,11 @@ def test_unconstrained_runs_of_the_same_steps_join_the_first_round(sharp):
     ((bounds, seeds, steps),) = calls
     assert np.isinf(bounds[-2:]).all() and seeds == [3, 4, 3, 4, 3, 4] and steps == 7
     assert len(table) == 6 and table.ratio.isna().sum() == 2
+
+
+def test_a_midpoint_that_rounds_onto_an_end_ends_the_search():
+    """Below the ratios' rounding (six digits) a bisection could repeat an end forever."""
+    assert next_ratio({1.0: False, 1.000001: True}, 1e-9) is None
+    assert next_ratio({0.999999: False, 1.0: True}, 1e-9) is None
+    assert next_ratio({0.9999988: False, 0.999999: True}, 1e-9) is None  # onto the upper end
+    assert next_ratio({1.0: False, 1.000004: True}, 1e-9) == pytest.approx(1.000002)
