@@ -47,8 +47,7 @@ def train_work(item: TrainItem) -> Work:
     per_run_step = points * (20 + 2 * classes) * item.width
     run_steps = grid * item.steps + free * item.unconstrained_steps
     rounds = item.grid.rounds if item.grid else 0
-    # unconstrained runs of the grid's steps join its first round (training_tables.py)
-    joined = rounds > 0 and item.unconstrained_steps == item.steps
+    joined = item.joins_first_round
     sequential = (
         rounds * item.steps + (item.unconstrained and not joined) * item.unconstrained_steps
     )

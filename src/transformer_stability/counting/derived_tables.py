@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from transformer_stability.counting.bracket import bracket
 from transformer_stability.counting.names import PLACEMENTS
 from transformer_stability.counting.tables import (
     QUORUM,
@@ -65,12 +66,10 @@ def success_table(training: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     table = table.assign(fraction=table["exact"] / table["seeds"], bracket="none")
     for _, part in table[table["readout"] == "regression"].groupby(["placement", "d", "L"]):
-        passing = part.index[part["fraction"] >= QUORUM]  # part is sorted by B (groupby keys)
-        if len(passing):
-            first = part.index.get_loc(passing[0])
-            table.loc[passing[0], "bracket"] = "first passing"
-            if first:
-                table.loc[part.index[first - 1], "bracket"] = "last failing"
+        passed = dict(zip(part["B"], part["fraction"] >= QUORUM, strict=True))
+        last_failing, first_passing = bracket(passed)
+        for end, name in ((last_failing, "last failing"), (first_passing, "first passing")):
+            table.loc[part.index[part["B"] == end], "bracket"] = name
     return select(table, Success)
 
 

@@ -61,6 +61,14 @@ class TrainItem:
         return f"{self.readout}_L{self.length}"
 
     @property
+    def joins_first_round(self) -> bool:
+        """Whether the unconstrained runs train in the grid's first round (one batch): where
+        there are both and they take the same steps."""
+        return (
+            self.unconstrained and self.grid is not None and self.unconstrained_steps == self.steps
+        )
+
+    @property
     def provenance(self) -> dict[str, int | str]:
         # the rows carry their runs' own seeds; the first one is the base seed
         return {"seed": self.seeds[0], "dtype": self.dtype}

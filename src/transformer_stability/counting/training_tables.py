@@ -102,7 +102,9 @@ def _trained(
 
 
 def _passed(frame: pd.DataFrame) -> dict[float, bool]:
-    """Per ratio of `frame`: whether at least QUORUM of its seeds count the whole grid."""
+    """Per ratio of `frame`: whether at least QUORUM of its seeds count the whole grid (as
+    success.csv counts them; not read from derived_tables.py, whose edits would then rerun the
+    training)."""
     return (frame.groupby("ratio").accuracy.apply(lambda a: (a >= 1.0).mean()) >= QUORUM).to_dict()
 
 
@@ -137,8 +139,7 @@ def training_table(item: TrainItem, device: torch.device | str) -> pd.DataFrame:
     spec = ModelSpec(TRAINED_PLACEMENT, item.readout, item.width, item.length)
     scale = bound_scale(spec)
     free = [(math.inf, math.nan, seed) for seed in item.seeds] if item.unconstrained else []
-    # the unconstrained runs join the first round where they take its steps (one batch)
-    joined = free if item.grid is not None and item.unconstrained_steps == item.steps else []
+    joined = free if item.joins_first_round else []
     frames = _grid_rounds(item, spec, scale, cfg, joined) if item.grid is not None else []
     if free and not joined:
         steps = replace(cfg, steps=item.unconstrained_steps)
