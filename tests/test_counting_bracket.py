@@ -69,6 +69,7 @@ def _item(rounds: int, unconstrained: bool = True, free_steps: int = 11) -> Trai
         final_lr_fraction=0.01,
         p_range=(2.0, 32.0),
         polish_iterations=0,
+        head_fit=False,
         logit_scale=None,
         final_logit_scale=None,
         dtype="float64",
@@ -92,7 +93,8 @@ def sharp(monkeypatch):
         b, s = np.array(bounds), np.array(seeds)
         exact = (b >= 1.037 * scale) & np.isfinite(b)
         accuracy = np.where(exact | (s == 3) & ~np.isfinite(b), 1.0, 0.5)
-        keys = ("max_error", "adam_max_error", "logit_margin", "relative_margin")
+        keys = ("max_error", "adam_max_error", "logit_margin", "adam_logit_margin")
+        keys += ("relative_margin",)
         metrics = {"accuracy": accuracy, "balanced_accuracy": accuracy}
         metrics |= {"first_failing_count": np.nan * b, "max_vector_norm": np.minimum(b, 1.0)}
         metrics |= {k: np.nan * b for k in keys} | {"accuracy_float32": accuracy}

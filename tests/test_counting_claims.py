@@ -29,17 +29,19 @@ from transformer_stability.counting.claims._common import (
 from transformer_stability.counting.claims.growth_laws import LAW_SETTINGS, SOURCES
 from transformer_stability.counting.claims.trained_split import (
     TRAINED,
-    Bracket,
-    _bracket,
-    _fit,
     _floored,
     _quorum_terms,
-    _slope_range,
     _step_need,
-    _weights,
 )
 from transformer_stability.counting.derived_tables import REGRESSION_RATE_PLACEMENTS
 from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.slopes import (
+    Bracket,
+    bmin_bracket,
+    slope_range,
+    slope_weights,
+    weighted_slope,
+)
 from transformer_stability.counting.tables import (
     QUORUM,
     BminTheory,
@@ -799,7 +801,7 @@ def test_c6_classification_quorum_and_bound():
 def test_c6_brackets_of_monotone_and_non_monotone_grids():
     def bracket(fractions, bound=1.0):
         part = pd.DataFrame({"B": RATIOS, "fraction": fractions, "lower_bound": bound, "L": 16})
-        b = _bracket(part)
+        b = bmin_bracket(part)
         return (b.lo, b.bmin, b.hi, b.under, b.length, b.bound)
 
     assert bracket([0, 1, 1, 1]) == (1.0, 1.1, 1.1, None, 16, 1.0)
@@ -822,35 +824,37 @@ def _brackets(lows, highs, lengths=FIT):
 def test_c6_slope_range_and_need_of_given_brackets():
     lengths = (8, 16, 32, 64)
     lows, highs = [1.0, 2.0, 2.5, 5.0], [1.5, 2.2, 3.5, 5.5]
-    w = _weights(np.array(lengths))
+    w = slope_weights(np.array(lengths))
     slopes = _corner_slopes(lows, highs, lengths)
-    assert _slope_range(_brackets(lows, highs, lengths), w) == pytest.approx(
+    assert slope_range(_brackets(lows, highs, lengths), w) == pytest.approx(
         (min(slopes), max(slopes))
     )
     law = verdicts.nearer(0.75, LAWS)
     open_top = _brackets([1.0, 1.0, 1.0], [1.1, 1.1, math.inf])
-    assert _step_need(open_top, _weights(np.array(FIT)), law) == (
+    assert _step_need(open_top, slope_weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 64"
     )
     both_open = _brackets([1.0, 1.0, 1.0], [math.inf, 1.1, math.inf])
-    assert _step_need(both_open, _weights(np.array(FIT)), law) == (
+    assert _step_need(both_open, slope_weights(np.array(FIT)), law) == (
         "a grid bound meeting the quorum at L = 16, 64"
     )
     middle_open = _brackets([1.0, 1.0, 1.0], [1.1, math.inf, 1.1])  # no weight: moves nothing
-    lo, hi = _slope_range(middle_open, _weights(np.array(FIT)))
+    lo, hi = slope_range(middle_open, slope_weights(np.array(FIT)))
     assert (lo, hi) == pytest.approx((-math.log(1.1) / math.log(4), math.log(1.1) / math.log(4)))
-    assert _step_need(middle_open, _weights(np.array(FIT)), law).startswith("B steps <= ")
+    assert _step_need(middle_open, slope_weights(np.array(FIT)), law).startswith("B steps <= ")
     edge = _brackets([1.0, 1.0, 3.0], [1.0, 1.0, 3.0])
-    w = _weights(np.array(FIT))
-    on_end = verdicts.Criterion(_fit(w, np.array([1.0, 1.0, 3.0])), math.inf, False, "> it")
+    w = slope_weights(np.array(FIT))
+    on_end = verdicts.Criterion(
+        weighted_slope(w, np.array([1.0, 1.0, 3.0])), math.inf, False, "> it"
+    )
     assert _step_need(edge, w, on_end) == (
         "the slope through the brackets' centres sits on the criterion's end"
     )
     near = _brackets([1.0, 1.0, 4**0.84692], [1.0, 1.0, 4**0.84692])  # step 3.97 %
-    assert _step_need(near, _weights(np.array(FIT)), law).startswith("B steps <= 3.9 % near")
+    assert _step_need(near, slope_weights(np.array(FIT)), law).startswith("B steps <= 3.9 % near")
     centred = _brackets([1.0, 1.0, 4**0.85], [1.0, 1.0, 4**0.85])  # slope 0.85: gap 0.025
     step = math.exp(2 * 0.025 * math.log(4) / 2) - 1  # sum|w| = 2 / log 4
-    assert _step_need(centred, _weights(np.array(FIT)), law) == (
+    assert _step_need(centred, slope_weights(np.array(FIT)), law) == (
         f"B steps <= {_floored(100 * step)} near B_min at L = 16, 64 (B_min at its "
         "bracket's centre)"
     )
@@ -883,9 +887,11 @@ def test_c6_quorum_terms_name_the_cells_of_each_bracket():
 def test_c6_weights_are_the_least_squares_slope():
     lengths = np.array([8.0, 16.0, 64.0, 100.0])
     values = np.array([1.0, 3.0, 2.0, 7.0])
-    w = _weights(lengths)
-    assert _fit(w, values) == pytest.approx(np.polyfit(np.log(lengths), np.log(values), 1)[0])
-    assert list(_weights(np.array(FIT)) == 0) == [False, True, False]
+    w = slope_weights(lengths)
+    assert weighted_slope(w, values) == pytest.approx(
+        np.polyfit(np.log(lengths), np.log(values), 1)[0]
+    )
+    assert list(slope_weights(np.array(FIT)) == 0) == [False, True, False]
 
 
 def test_c6_percentages_are_floored_to_two_digits():

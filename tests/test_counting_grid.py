@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from transformer_stability.counting.derived_tables import (
     empirical_bmin,
@@ -38,6 +39,9 @@ def test_no_run_is_exact_below_the_lower_bound():
     assert exact[3:].any()  # the same training counts above the bound: the control can fail
 
 
+NO_SUCCESS = pd.DataFrame(columns=["placement", "readout", "L", "B", "fraction", "lower_bound"])
+
+
 def _runs(length: int, table: dict[float, list[bool]], low: float = 1.0) -> pd.DataFrame:
     """Regression rows at one L: for each B, one run per seed, exact or not."""
     rows = [
@@ -56,6 +60,30 @@ def _runs(length: int, table: dict[float, list[bool]], low: float = 1.0) -> pd.D
         for seed, ok in enumerate(exact)
     ]
     return pd.DataFrame(rows)
+
+
+def test_the_training_exponent_carries_the_interval_its_brackets_allow():
+    """B_min in (1, 1.01] x a lower bound 0.5 L^{3/4} at L = 16, 32, 64: the slope through the
+    grid's B_min is 3/4, and B_min anywhere in the brackets moves it by +- ln(1.01) / ln(4)
+    (the middle length has no weight); only the training row has an interval."""
+    lengths = [16, 32, 64]
+    runs = pd.concat(
+        _runs(n, {0.99 * b: [False] * 4, b: [False] * 4, 1.01 * b: [True] * 4}, low=b)
+        for n, b in ((n, 0.5 * n**0.75) for n in lengths)
+    )
+    success = success_table(runs)
+    empirical = empirical_bmin(runs, success)
+    empty = pd.DataFrame(columns=["attention", "d", "placement", "readout", "bound", "L", "bmin"])
+    precision = pd.DataFrame(columns=["readout", "source", "d", "placement", "L", "B"])
+    rates = rates_table(empty, empirical, success, precision, 3).set_index("source")
+    trained = rates.loc["training"]
+    half = math.log(1.01) / math.log(4)
+    assert trained["fitted_exponent"] == pytest.approx(0.75)
+    assert trained["exponent_low"] == pytest.approx(0.75 - half)
+    assert trained["exponent_high"] == pytest.approx(0.75 + half)
+    assert rates.loc["training_bound", ["exponent_low", "exponent_high"]].isna().all()
+    one = rates_table(empty, empirical.iloc[:1], success, precision, 3).set_index("source")
+    assert one.loc["training", ["exponent_low", "exponent_high"]].isna().all()  # one length
 
 
 def test_bmin_is_the_smallest_bound_where_half_the_seeds_are_exact_whatever_lies_above():
@@ -115,7 +143,7 @@ def test_the_training_exponent_is_fitted_beside_the_lower_bound_on_the_same_leng
     )
     empty = pd.DataFrame(columns=["attention", "d", "placement", "readout", "bound", "L", "bmin"])
     precision = pd.DataFrame(columns=["readout", "source", "d", "placement", "L", "B"])
-    rates = rates_table(empty, empirical, precision, 2).set_index("source")
+    rates = rates_table(empty, empirical, NO_SUCCESS, precision, 2).set_index("source")
     trained, beside = rates.loc["training"], rates.loc["training_bound"]
     assert (trained["fit_from"], trained["fit_to"]) == (16, 32)  # the unreached 64 drops out
     assert (beside["fit_from"], beside["fit_to"], beside["fit_points"]) == (16, 32, 2)
@@ -226,7 +254,7 @@ def test_rates_fit_the_softmax_smallest_width_curves_runs_and_margins_each_on_it
             "bmin": np.r_[_law(lengths, 0.9), [math.inf] * 4],
         }
     )
-    rates = rates_table(_theory_curves(lengths), empirical, _margins(lengths), 3)
+    rates = rates_table(_theory_curves(lengths), empirical, NO_SUCCESS, _margins(lengths), 3)
     assert list(rates.columns) == columns_of(Rates)
     got = {
         (r.placement, r.readout, r.source): (
@@ -284,7 +312,7 @@ def test_a_trained_margin_rate_skips_lengths_where_fewer_than_half_the_seeds_are
     runs.loc[(runs["L"] == 32) & (runs["seed"] == 3), "relative_margin"] = np.nan
     empty = pd.DataFrame(columns=["attention", "d", "placement", "readout", "bound", "L", "bmin"])
     no_runs = pd.DataFrame(columns=["placement", "readout", "L"])
-    rates = rates_table(empty, no_runs, runs, 3).set_index("source")
+    rates = rates_table(empty, no_runs, NO_SUCCESS, runs, 3).set_index("source")
     trained, head = rates.loc["trained_margin"], rates.loc["head_margin"]
     assert (trained["fit_from"], trained["fit_to"], trained["fit_points"]) == (8, 32, 3)
     assert np.isclose(trained["fitted_exponent"], -4.0)  # medians: the law itself, to L = 32
@@ -354,5 +382,6 @@ def test_bmin_and_rates_tables_keep_their_columns_when_empty():
     )
     theory = _theory_curves([4, 8]).iloc[:0]
     precision = _margins([4, 8]).iloc[:0]
-    empty = rates_table(theory, pd.DataFrame(columns=["placement", "readout", "L"]), precision, 3)
+    no_runs = pd.DataFrame(columns=["placement", "readout", "L"])
+    empty = rates_table(theory, no_runs, NO_SUCCESS, precision, 3)
     assert empty.empty and list(empty.columns) == columns_of(Rates)

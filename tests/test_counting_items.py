@@ -12,7 +12,11 @@ import pytest
 
 from transformer_stability.code_inputs import module_closure
 from transformer_stability.config import validate_config
-from transformer_stability.counting.costs import POLISH_ITERATION_SECONDS, train_work
+from transformer_stability.counting.costs import (
+    HEAD_FIT_SECONDS,
+    POLISH_ITERATION_SECONDS,
+    train_work,
+)
 from transformer_stability.counting.derived_tables import (
     exponent_table,
     reference_slopes,
@@ -67,10 +71,11 @@ def test_a_training_item_has_the_bound_grid_and_unconstrained_runs_where_configu
     assert items["classification_L16"].edges_only and not items["regression_L8"].edges_only
 
 
-def test_the_work_of_a_training_item_counts_the_polish_of_its_constrained_regression_runs(schema):
+def test_the_work_of_a_training_item_counts_the_host_work_of_its_constrained_runs(schema):
     """Adam's steps on the device, then per constrained regression run `polish_iterations` SLSQP
     iterations on the host, each a + b L^2 seconds (the measured cost grows as L^2); the
-    unconstrained runs and the classification runs are not polished."""
+    unconstrained runs are not polished, and the classification runs' head refit grows as
+    L^3."""
     sweep = {"lengths": [8, 128], "unconstrained_lengths": [128], "ratios": [0.9, 1.2]}
     sweep |= {"steps": 100, "polish_iterations": 50}
     config = validate_config({"counting": {"training": {"regression": sweep, "seeds": 3}}}, schema)
@@ -84,7 +89,10 @@ def test_the_work_of_a_training_item_counts_the_polish_of_its_constrained_regres
         assert work.host_seconds == pytest.approx(polish), length
         assert f"polish {polish / 60:.0f} min on the host" in work.what
     classification = train_work(items["classification_L16"])
-    assert classification.host_seconds == 0 and "polish" not in classification.what
+    assert "polish" not in classification.what
+    # the head refit of the 3 seeds at the one default bound, L^3 each
+    assert classification.host_seconds == pytest.approx(3 * HEAD_FIT_SECONDS * 16**3)
+    assert "head refit 0 min on the host" in classification.what
     unpolished = {**sweep, "polish_iterations": 0}
     config = validate_config(
         {"counting": {"training": {"regression": unpolished, "seeds": 3}}}, schema
@@ -174,7 +182,7 @@ def test_the_exponent_table_has_a_row_per_placement_and_readout_and_the_wall():
         + [("none", "classification", "construction", 0.0, 0.0, 8, 512, 3)]
         + [("none", "classification", "training", np.nan, 0.0, 0, 0, 0)]
         + [("post_learned", "classification", "construction", 0.0, 0.0, 8, 512, 3)],
-        columns=columns_of(Rates),
+        columns=columns_of(Rates)[:-2],
     )
     walls = pd.DataFrame(
         [("pre_bare", "regression", 16, 99), ("pre_bare", "regression", 8, 34)],

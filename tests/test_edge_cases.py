@@ -265,6 +265,7 @@ def test_counting_rates_edge_tables(results):
             lambda t, k=fit_points: rates_table(
                 t["theory"],
                 empirical_bmin(t["training"], success_table(t["training"])),
+                success_table(t["training"]),
                 t["precision"],
                 k,
             ),

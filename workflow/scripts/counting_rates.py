@@ -18,7 +18,7 @@ def compute(tables, settings):
     success = success_table(tables["training"])
     empirical = empirical_bmin(tables["training"], success)
     fit_points = settings["counting"]["theory"]["fit_points"]
-    rates = rates_table(tables["theory"], empirical, tables["precision"], fit_points)
+    rates = rates_table(tables["theory"], empirical, success, tables["precision"], fit_points)
     return {"success": success, "empirical": empirical, "rates": rates}
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from transformer_stability.counting.bracket import bracket
 from transformer_stability.counting.names import PLACEMENTS
+from transformer_stability.counting.slopes import bracket_slopes, regression_brackets
 from transformer_stability.counting.tables import (
     QUORUM,
     SOURCES,
@@ -129,28 +130,42 @@ def _rate_row(placement: str, readout: str, source: str, part: pd.DataFrame, poi
         "fit_from": int(window[0]) if len(window) else 0,
         "fit_to": int(window[-1]) if len(window) else 0,
         "fit_points": len(window),
+        "exponent_low": math.nan,
+        "exponent_high": math.nan,
     }
 
 
-def _training_rows(placement: str, readout: str, part: pd.DataFrame, points: int) -> list[dict]:
-    """The trained B_min's fit and the lower bound's fit over the very same lengths (source
-    training_bound): a local slope of the bound, not its asymptote, is what training can
-    match over a short window."""
+def _training_rows(
+    placement: str, readout: str, part: pd.DataFrame, success: pd.DataFrame, points: int
+) -> list[dict]:
+    """The trained B_min's fit, with the interval of slopes its brackets on the bound grid allow
+    over the fit's lengths (counting/slopes.py), and the lower bound's fit over the very same
+    lengths (source training_bound): a local slope of the bound, not its asymptote, is what
+    training can match over a short window."""
     trained = _rate_row(placement, readout, "training", part, points)
     window = part[part["L"].between(trained["fit_from"], trained["fit_to"])]
+    brackets = [b for b in regression_brackets(success, placement) if b.length in set(window["L"])]
+    if len(brackets) >= 2:
+        _, low, high = bracket_slopes(brackets)
+        trained |= {"exponent_low": low, "exponent_high": high}
     bound = window.assign(bmin=window["lower_bound"])
     return [trained, _rate_row(placement, readout, "training_bound", bound, len(window))]
 
 
 def rates_table(
-    theory: pd.DataFrame, empirical: pd.DataFrame, precision: pd.DataFrame, fit_points: int
+    theory: pd.DataFrame,
+    empirical: pd.DataFrame,
+    success: pd.DataFrame,
+    precision: pd.DataFrame,
+    fit_points: int,
 ) -> pd.DataFrame:
     """Fitted exponents of B_min(L) over the last `fit_points` finite points of each curve,
     next to the theory's prediction (softmax attention, smallest width), with the window; the
     trained B_min's beside the lower bound's on the same window; the rate of the
     classification constructions' relative logit margin in float64 (source "margin", no
     prediction), and of the trained classifiers' at the smallest bound trained (smallest
-    width), with the best head's on their representations (`_trained_margin_medians`)."""
+    width), with the best head's on their representations (`_trained_margin_medians`). Only the
+    trained B_min's row has an interval of exponents (its brackets'); the others' are NaN."""
     rows = []
     softmax = theory[(theory["attention"] == "softmax") & (theory["d"] == theory["d"].min())]
     for (placement, readout, source), part in softmax.groupby(["placement", "readout", "bound"]):
@@ -158,7 +173,7 @@ def rates_table(
             continue  # bare pre-norm has a wall, not a rate
         rows.append(_rate_row(placement, readout, source, part.sort_values("L"), fit_points))
     for (placement, readout), part in empirical.groupby(["placement", "readout"]):
-        rows += _training_rows(placement, readout, part.sort_values("L"), fit_points)
+        rows += _training_rows(placement, readout, part.sort_values("L"), success, fit_points)
     margins = precision[
         (precision["readout"] == "classification")
         & (precision["source"] == "construction")

@@ -49,6 +49,7 @@ class TrainItem:
     final_lr_fraction: float
     p_range: tuple[float, float] | None  # regression only: the loss exponent's ramp
     polish_iterations: int  # regression only (0 for classification): SLSQP steps per solve
+    head_fit: bool  # classification only (False for regression): the head refitted by LP
     logit_scale: float | None  # classification only (None: regression, which has no logits)
     final_logit_scale: float | None
     dtype: str  # float32 | float64, resolved to a torch dtype in the job
@@ -162,6 +163,7 @@ def train_items(counting: dict[str, Any], seed: int) -> list[TrainItem]:
                     final_lr_fraction=training["final_lr_fraction"],
                     p_range=None if classification else (sweep["p_start"], sweep["p_end"]),
                     polish_iterations=0 if classification else sweep["polish_iterations"],
+                    head_fit=classification and sweep["head_fit"],
                     logit_scale=training["logit_scale"] if classification else None,
                     final_logit_scale=training["final_logit_scale"] if classification else None,
                     dtype=training["dtype"],

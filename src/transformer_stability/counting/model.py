@@ -122,6 +122,14 @@ def post_map(spec: ModelSpec, p: Params, z: torch.Tensor) -> torch.Tensor:
     return z
 
 
+def logit_margins(logits: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """True-class logit minus the largest other logit at every grid point, (R, G): positive
+    exactly where the argmax is right."""
+    true = logits.gather(-1, c.expand(logits.shape[0], -1)[..., None])[..., 0]
+    others = logits.scatter(-1, c.expand(logits.shape[0], -1)[..., None], -math.inf)
+    return true - others.amax(-1)
+
+
 def readout(spec: ModelSpec, p: Params, h: torch.Tensor) -> torch.Tensor:
     """Regression: y (R, G). Classification: logits (R, G, L+1)."""
     if spec.readout == "regression":

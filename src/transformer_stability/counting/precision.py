@@ -15,8 +15,7 @@ import torch
 
 from transformer_stability.counting.constructions import HALF, Construction
 from transformer_stability.counting.grid import torch_grid
-from transformer_stability.counting.model import ModelSpec, grid_forward
-from transformer_stability.counting.training import logit_margins
+from transformer_stability.counting.model import ModelSpec, grid_forward, logit_margins
 
 FORMATS = {"float64": torch.float64, "float32": torch.float32}
 

@@ -180,6 +180,9 @@ class Training(Construction):
         description="the largest error after Adam, before the minimax polish; NaN: not polished",
     )
     logit_margin: Series[float] = _free("NaN: regression, diverged")
+    adam_logit_margin: Series[float] = _free(
+        "the smallest logit margin of Adam's head, before the head's refit; NaN: not refitted"
+    )
     relative_margin: Series[float] = pa.Field(
         ge=0, nullable=True, metadata=INF, description="NaN: not exact"
     )
@@ -294,6 +297,17 @@ class Rates(Construction):
     fit_from: Series[int] = pa.Field(ge=0, description="the fit's first length (0: no point)")
     fit_to: Series[int] = pa.Field(ge=0, description="the fit's last length")
     fit_points: Series[int] = pa.Field(ge=0, description="the fit's points")
+    exponent_low: Series[float] = pa.Field(
+        nullable=True,
+        metadata=INF,
+        description="training: the least slope that B_min anywhere in its brackets on the "
+        "bound grid allows over the fit's lengths; NaN: other sources (no bracket)",
+    )
+    exponent_high: Series[float] = pa.Field(
+        nullable=True,
+        metadata=INF,
+        description="training: the largest such slope (inf: a bracket open above)",
+    )
 
     class Config:
         metadata = {"path": "counting/rates.csv", "rule": "counting_rates"}

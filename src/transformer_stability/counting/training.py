@@ -15,12 +15,14 @@ import numpy as np
 import torch
 
 from transformer_stability.counting.grid import balanced_weights, extreme_points, grid_points
+from transformer_stability.counting.head_fit import fit_heads
 from transformer_stability.counting.margins import best_head_margin
 from transformer_stability.counting.model import (
     ModelSpec,
     Params,
     grid_forward,
     grid_representation,
+    logit_margins,
 )
 from transformer_stability.counting.polish import polish_runs
 
@@ -42,6 +44,7 @@ class TrainConfig:
     device: str = "cpu"
     edges_only: bool = False  # train on m = 0 and c + m = L (evaluation: the whole grid)
     polish_iterations: int = 0  # regression: SLSQP steps of the minimax polish (polish.py); 0: none
+    head_fit: bool = False  # classification: refit each constrained run's head by LP (head_fit.py)
 
 
 def init_params(spec: ModelSpec, seeds: list[int], dtype: torch.dtype, device: str) -> Params:
@@ -233,14 +236,6 @@ def evaluate(
     } | gaps
 
 
-def logit_margins(logits: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    """True-class logit minus the largest other logit at every grid point, (R, G): positive
-    exactly where the argmax is right."""
-    true = logits.gather(-1, c.expand(logits.shape[0], -1)[..., None])[..., 0]
-    others = logits.scatter(-1, c.expand(logits.shape[0], -1)[..., None], -math.inf)
-    return true - others.amax(-1)
-
-
 def float32_accuracy(spec: ModelSpec, params: Params, c: torch.Tensor, m: torch.Tensor):
     """Grid accuracy per run with the parameters rounded to float32 and the forward in float32:
     whether the trained model's margin survives float32."""
@@ -257,7 +252,9 @@ def train_runs(
     lr x 1, whatever L); regression minimises an annealed p-mean error, classification a
     cross-entropy with a ramped logit scale; with cfg.polish_iterations, each constrained
     regression run is then polished on its largest error (polish.py; `adam_max_error`: its
-    largest error before, NaN where nothing was polished). Metrics on the whole grid, in
+    largest error before, NaN where nothing was polished), and with cfg.head_fit each
+    constrained classification run's head is refitted by LP (head_fit.py; `adam_logit_margin`:
+    its smallest logit margin before). Metrics on the whole grid, in
     cfg.dtype and in float32 (`accuracy_float32`)."""
     points = extreme_points if cfg.edges_only else grid_points
     c_np, m_np = points(spec.length)
@@ -291,13 +288,17 @@ def train_runs(
     packed.buffer.requires_grad_(False)
     params = packed.params()
     c, m = (torch.from_numpy(v).to(cfg.device) for v in grid_points(spec.length))
-    adam_error = np.full(len(bounds), np.nan)
-    if cfg.polish_iterations and spec.readout == "regression" and finite.any():
-        adam_error = np.where(
-            finite.cpu().numpy(), evaluate(spec, params, c, m)["max_error"], np.nan
-        )
-        params = polish_runs(spec, params, bound, cfg.polish_iterations)
-    metrics = evaluate(spec, params, c, m) | {"adam_max_error": adam_error}
+    adam = {key: np.full(len(bounds), np.nan) for key in ("adam_max_error", "adam_logit_margin")}
+    regression = spec.readout == "regression"
+    if finite.any() and (cfg.polish_iterations if regression else cfg.head_fit):
+        before = evaluate(spec, params, c, m)
+        key = "max_error" if regression else "logit_margin"
+        adam[f"adam_{key}"] = np.where(finite.cpu().numpy(), before[key], np.nan)
+        if regression:
+            params = polish_runs(spec, params, bound, cfg.polish_iterations)
+        else:
+            params = fit_heads(spec, params, bound)
+    metrics = evaluate(spec, params, c, m) | adam
     return metrics | {"accuracy_float32": float32_accuracy(spec, params, c, m)}, params
 
 

@@ -47,6 +47,7 @@ def train_config(item: TrainItem, device: torch.device | str) -> TrainConfig:
         device=str(device),
         edges_only=item.edges_only,
         polish_iterations=item.polish_iterations,
+        head_fit=item.head_fit,
         **extra,
     )
 

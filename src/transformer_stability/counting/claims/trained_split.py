@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,13 @@ from transformer_stability.counting.claims._common import (
     three_digits,
 )
 from transformer_stability.counting.derived_tables import empirical_bmin, success_table
+from transformer_stability.counting.slopes import (
+    Bracket,
+    bracket_slopes,
+    regression_brackets,
+    slope_weights,
+    weighted_slope,
+)
 from transformer_stability.counting.tables import QUORUM
 from transformer_stability.counting.theory import predicted_exponent
 from transformer_stability.verdicts import (
@@ -37,67 +43,6 @@ from transformer_stability.verdicts import (
 )
 
 TRAINED = "post_learned"  # counting/training_tables.py: the one placement trained
-
-
-@dataclass(frozen=True)
-class Bracket:
-    """Where one length's trained B_min lies on the regression bound grid: in (lo, hi]. `bmin`
-    is the grid's B_min (the smallest grid bound whose seed fraction meets the quorum, inf at
-    none), `under` the grid bound just below it where that is not below the lower bound
-    (None: lo is the theory's lower bound, which no parameters beat), `bound` the lower bound."""
-
-    length: int
-    lo: float
-    bmin: float
-    hi: float
-    under: float | None
-    bound: float
-
-
-def _bracket(part: pd.DataFrame) -> Bracket:
-    """The bracket of one length's grid (rows of success.csv sorted by B). Below it lies the
-    grid bound under the grid's B_min (or the lower bound); above it, the smallest grid bound
-    from which every larger one meets the quorum, so a non-monotone seed pattern (met, missed,
-    met) widens the bracket over the whole pattern, and a largest bound that misses it leaves
-    the bracket open (hi = inf)."""
-    b = part["B"].to_numpy(float)
-    met = part["fraction"].to_numpy(float) >= QUORUM
-    bound, length = float(part["lower_bound"].iloc[0]), int(part["L"].iloc[0])
-    if not met.any():
-        return Bracket(length, b[-1], math.inf, math.inf, None, bound)
-    first = int(np.argmax(met))
-    missed = np.flatnonzero(~met)
-    settled = max(first, int(missed[-1]) + 1 if missed.size else 0)
-    hi = float(b[settled]) if settled < len(b) else math.inf
-    under = float(b[first - 1]) if first and b[first - 1] >= bound else None
-    lo = under if under is not None else min(bound, float(b[first]))
-    return Bracket(length, lo, float(b[first]), hi, under, bound)
-
-
-def _weights(lengths: np.ndarray) -> np.ndarray:
-    """Least-squares weights of log L: the slope of log B over log L is sum(w * log B) (the
-    weights sum to 0). A weight that is 0 up to rounding (the middle of three log-spaced
-    lengths) is set to 0: that length's B_min moves no slope."""
-    x = np.log(np.asarray(lengths, float))
-    x = x - x.mean()
-    w = x / (x**2).sum()
-    w[np.abs(w) < 1e-9 * np.abs(w).max()] = 0.0
-    return w
-
-
-def _fit(w: np.ndarray, values: np.ndarray) -> float:
-    """sum(w * log values) over the lengths with a weight: the least-squares log-log slope."""
-    keep = w != 0
-    return float(np.sum(w[keep] * np.log(values[keep])))
-
-
-def _slope_range(brackets: list[Bracket], w: np.ndarray) -> tuple[float, float]:
-    """The least and largest slope that B_min values anywhere in the brackets allow: the
-    slope is linear in log B, so its extremes are at corners of the brackets, each length
-    taking the end that lowers (raises) it; an open bracket makes the range unbounded."""
-    keep = w != 0
-    ends = np.log([[b.lo, b.hi] for b in brackets])[keep] * w[keep, None]
-    return float(ends.min(axis=1).sum()), float(ends.max(axis=1).sum())
 
 
 def _floored(percent: float) -> str:
@@ -116,7 +61,7 @@ def _step_need(brackets: list[Bracket], w: np.ndarray, criterion: Criterion) -> 
     if open_:
         return f"a grid bound meeting the quorum at L = {', '.join(open_)}"
     centres = np.array([math.sqrt(b.lo * b.hi) for b in brackets])
-    gap = criterion.distance(_fit(w, centres))
+    gap = criterion.distance(weighted_slope(w, centres))
     if gap == 0:
         return "the slope through the brackets' centres sits on the criterion's end"
     step = math.exp(2 * gap / np.abs(w).sum()) - 1
@@ -180,12 +125,6 @@ def _classification_exact(success: pd.DataFrame) -> tuple[float, pd.Series]:
     return top, part[part["B"] == top].set_index("L")["fraction"].sort_index()
 
 
-def _brackets(success: pd.DataFrame) -> list[Bracket]:
-    """The bracket of every trained regression length, shortest first."""
-    graded = success[(success["placement"] == TRAINED) & (success["readout"] == "regression")]
-    return [_bracket(part.sort_values("B")) for _, part in graded.groupby("L")]
-
-
 def _interval(b: Bracket) -> str:
     """'(1, 1.005] (L = 16)': a bracket relative to the lower bound, to four digits (the
     search's brackets are 1 % wide)."""
@@ -206,18 +145,14 @@ def training_reproduces_the_split(tables: Tables, section: Mapping[str, Any]) ->
     points = section["theory"]["fit_points"]
     if len(empirical) < MIN_FIT_POINTS or exact.empty or points < MIN_FIT_POINTS:
         return None
-    brackets = _brackets(success)
+    brackets = regression_brackets(success, TRAINED)
     fitted = brackets[-points:]
-    w = _weights(np.array([b.length for b in fitted]))
+    w = slope_weights(np.array([b.length for b in fitted]))
     predicted = predicted_exponent(TRAINED, "regression")
     law = nearer(predicted, LAWS)
     slope = Term(
         f"B_min slope over L = {fitted[0].length}-{fitted[-1].length}",
-        Estimate.bracket(
-            _fit(w, np.array([b.bmin for b in fitted])),
-            *_slope_range(fitted, w),
-            "bracket of the B grid",
-        ),
+        Estimate.bracket(*bracket_slopes(fitted), "bracket of the B grid"),
         law,
         _step_need(fitted, w, law),
     )
