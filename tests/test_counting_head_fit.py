@@ -8,7 +8,7 @@ import pytest
 import scipy.optimize
 import torch
 
-from transformer_stability.counting import head_fit
+from transformer_stability.counting import head_fit, margins
 from transformer_stability.counting.grid import torch_grid
 from transformer_stability.counting.margins import AffineFrame, separating_head
 from transformer_stability.counting.model import ModelSpec, grid_representation
@@ -122,6 +122,11 @@ def test_relative_margin_is_the_smallest_margin_over_the_largest_logit():
     assert head_fit.relative_margin(rep, weights, biases, torch.tensor([1, 0])) == -1.0
     zero = head_fit.relative_margin(rep, 0 * weights, biases, torch.tensor([0, 1]))
     assert zero == -np.inf
+    # biases (1, -4): logits [[3, -4], [1, -3]], margins 7 and -4, largest |logit| 4
+    shifted = head_fit.relative_margin(
+        rep, weights, torch.tensor([1.0, -4.0], dtype=torch.float64), torch.tensor([0, 1])
+    )
+    assert shifted == -1.0
 
 
 def test_train_runs_refits_only_constrained_classification_heads_when_asked(trained):
@@ -149,3 +154,102 @@ def test_the_representation_of_a_trained_run_has_rank_three(trained):
     with torch.no_grad():
         rep = grid_representation(CLASSIFIER, params, c, m)[0].numpy()
     assert AffineFrame.of(rep).basis.shape[0] == 3
+
+
+def test_the_refit_keeps_the_runs_dtype(trained):
+    """float32 parameters get a float32 head (the LP runs in float64 either way)."""
+    bounds, params, _ = trained
+    single = params.map(lambda t: t.float())
+    fitted = head_fit.fit_heads(CLASSIFIER, single, bounds)
+    assert all(t.dtype == torch.float32 for t in fitted.tensors().values())
+    assert not torch.equal(fitted.head_w, single.head_w)
+
+
+def test_a_run_without_a_separating_head_keeps_its_own_and_the_next_run_is_still_refitted(
+    trained, monkeypatch
+):
+    """The first run's LP reports no positive margin (yet hands back the exact head of a true
+    refit): its Adam head stays; the second run is refitted as usual."""
+    bounds, params, _ = trained
+    calls = []
+
+    def first_without_margin(*args):
+        found = separating_head(*args)
+        calls.append(found)
+        return (*found[:2], 0.0) if len(calls) == 1 else found
+
+    monkeypatch.setattr(head_fit, "separating_head", first_without_margin)
+    fitted = head_fit.fit_heads(CLASSIFIER, params, bounds)
+    assert torch.equal(fitted.head_w[0], params.head_w[0])
+    assert not torch.equal(fitted.head_w[1], params.head_w[1]) and len(calls) == 2
+
+
+def test_a_refit_only_as_good_as_the_runs_head_leaves_it(trained, monkeypatch):
+    """A head of the same relative margin (the run's exact head at half its scale, offered back
+    at full scale) is not taken: only a strictly larger margin replaces a head."""
+    bounds, params, _ = trained
+    fitted = head_fit.fit_heads(CLASSIFIER, params, bounds)
+    halved = fitted.map(lambda t: t)
+    halved.head_w, halved.head_b = fitted.head_w / 2, fitted.head_b / 2
+    offers = iter(
+        (w.numpy(), b.numpy(), 1.0) for w, b in zip(fitted.head_w, fitted.head_b, strict=True)
+    )
+    monkeypatch.setattr(head_fit, "separating_head", lambda *args: next(offers))
+    kept = head_fit.fit_heads(CLASSIFIER, halved, bounds)
+    assert torch.equal(kept.head_w, halved.head_w) and torch.equal(kept.head_b, halved.head_b)
+
+
+def test_the_frame_scales_each_coordinate_to_one_and_maps_heads_back_exactly():
+    rng = np.random.default_rng(3)
+    features = rng.standard_normal((12, 2)) @ np.diag([1.0, 1e-3]) @ rng.standard_normal((2, 5))
+    features += rng.standard_normal(5)
+    frame = AffineFrame.of(features)
+    x = frame.coordinates(features)
+    assert x.shape == (12, 3)  # a plane in R^5, and the constant column
+    np.testing.assert_allclose(np.abs(x[:, :2]).max(0), 1.0)
+    np.testing.assert_allclose(x[:, :2].mean(0), 0.0, atol=1e-12)
+    coefficients = rng.standard_normal((4, 3))
+    weights, biases = frame.head(coefficients)
+    np.testing.assert_allclose(features @ weights.T + biases, x @ coefficients.T, atol=1e-9)
+
+
+def test_float32_features_are_fitted_in_float64():
+    rng = np.random.default_rng(4)
+    t = np.arange(6.0) + 0.1 * rng.standard_normal(6)
+    single = np.c_[t, t**2, np.cos(t)].astype(np.float32)
+    counts = np.arange(6)
+    low, high = separating_head(single, counts, 6), separating_head(single.astype(float), counts, 6)
+    assert low[2] == high[2]
+    np.testing.assert_array_equal(low[0], high[0])
+
+
+def test_the_first_lp_holds_the_neighbouring_counts_only(monkeypatch):
+    counts = np.array([0, 1, 2, 2, 3])
+    features = np.c_[np.arange(5.0), np.arange(5.0) ** 2]
+    seen = []
+    rows = margins._margin_rows
+
+    def record(x, counts, p, k, classes):
+        seen.append(set(zip(p.tolist(), k.tolist(), strict=True)))
+        return rows(x, counts, p, k, classes)
+
+    monkeypatch.setattr(margins, "_margin_rows", record)
+    separating_head(features, counts, 4)
+    assert seen[0] == {(0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 1), (3, 3), (4, 2)}
+
+
+def test_short_pairs_are_the_unknown_ones_below_delta_less_the_tolerance_shortest_first():
+    """delta = 1. Point 0 (count 0): rival 1 at 0.5, rival 2 at exactly 1 - tolerance (not
+    short). Point 1 (count 1): rival 0 at -1 (short but known), rival 2 at 1 - tolerance / 2
+    (not short). Point 2 (count 2): rivals 0 and 1 at 0.25."""
+    tol = margins.FEASIBILITY
+    logits = np.array([[1.0 - tol, 0.5 - tol, 0.0], [2.0, 1.0, tol / 2], [0.0, 0.0, 0.25]])
+    known = np.array([[1, 0]])
+    short = margins._short_pairs(logits, np.array([0, 1, 2]), 1.0, known)
+    np.testing.assert_array_equal(short, [[2, 0], [2, 1], [0, 1]])
+
+
+def test_a_failed_lp_is_an_error(monkeypatch):
+    monkeypatch.setattr(margins.linprog, "minimize", lambda *args: None)
+    with pytest.raises(RuntimeError, match="^margin LP failed: HiGHS found no optimum$"):
+        separating_head(np.c_[np.arange(3.0)], np.arange(3), 3)

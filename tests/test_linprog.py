@@ -123,3 +123,15 @@ def test_the_matrix_goes_column_by_column_without_zeros_and_the_callers_is_untou
 def test_the_solver_prints_nothing(capfd):
     linprog.minimize(*_readout_lp(np.random.default_rng(0)))
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("name", ["cost", "b_ub", "lower", "upper"])
+@pytest.mark.parametrize("change", [-1, 1])
+def test_an_array_of_the_wrong_length_is_refused(name, change):
+    """Every array must match the matrix (2 x 3): HiGHS reads past a short one."""
+    arrays = {"cost": np.ones(3), "b_ub": np.ones(2), "lower": np.zeros(3), "upper": np.ones(3)}
+    arrays[name] = np.ones(len(arrays[name]) + change)
+    with pytest.raises(ValueError, match=f"{name} has {len(arrays[name])} entries for a 2 x 3"):
+        linprog.minimize(
+            arrays["cost"], np.ones((2, 3)), arrays["b_ub"], arrays["lower"], arrays["upper"]
+        )

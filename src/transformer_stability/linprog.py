@@ -56,6 +56,10 @@ def minimize(
     """min cost . x subject to a_ub x <= b_ub and lower <= x <= upper (infinite ends for free
     variables); None unless HiGHS finds it optimal (infeasible, unbounded, failed)."""
     rows, cols = a_ub.shape
+    sizes = {"cost": (cost, cols), "b_ub": (b_ub, rows), "lower": (lower, cols)}
+    for name, (values, size) in (sizes | {"upper": (upper, cols)}).items():
+        if len(values) != size:  # HiGHS would read past a short array or ignore a long one's tail
+            raise ValueError(f"{name} has {len(values)} entries for a {rows} x {cols} matrix")
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = cols, rows
     lp.col_cost_, lp.row_upper_ = cost, b_ub
