@@ -253,3 +253,18 @@ def test_a_failed_lp_is_an_error(monkeypatch):
     monkeypatch.setattr(margins.linprog, "minimize", lambda *args: None)
     with pytest.raises(RuntimeError, match="^margin LP failed: HiGHS found no optimum$"):
         separating_head(np.c_[np.arange(3.0)], np.arange(3), 3)
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_figure_c6_says_whether_the_heads_were_refitted(refit):
+    from conftest import ROOT, load_yaml
+    from jinja2 import StrictUndefined, Template
+
+    from transformer_stability.registry import FIGURES
+
+    config = load_yaml(ROOT / "config.yaml")
+    config["counting"]["training"]["classification"]["head_fit"] = refit
+    template = Template(FIGURES["counting_precision"].template, undefined=StrictUndefined)
+    caption = " ".join(template.render(config=config).split())
+    assert ("refitted by LP" in caption) is refit
+    assert ("Adam's, not refitted" in caption) is not refit

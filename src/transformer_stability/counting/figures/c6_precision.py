@@ -200,7 +200,9 @@ bound, a length counted where at least half the seeds are exact). Dotted: float3
 float64's unit roundoff. Right: the fraction of the grid counted exactly when the parameters and
 the forward pass are float32. Trained classifiers learn on the grid's edges (m = 0 and c + m =
 L) when counting.training.classification.edges_only is set; every exactness here is measured on
-the whole grid.
+the whole grid. Their heads: {{ "after Adam, each refitted by LP on its run's own representation
+(the head of largest margin on the whole grid, scaled into the ball; counting/head_fit.py)" if
+config["counting"]["training"]["classification"]["head_fit"] else "Adam's, not refitted" }}.
 """,
     labels=report_labels("C6", "storage and precision", "none, pre, post (bare and learned)"),
 )
