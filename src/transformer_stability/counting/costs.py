@@ -62,11 +62,11 @@ def train_work(item: TrainItem) -> Work:
     sequential = (
         rounds * item.steps + (item.unconstrained and not joined) * item.unconstrained_steps
     )
-    polish = host_seconds(item)
+    host = host_seconds(item)
     what = f"{grid + free} runs, {sequential} steps, {points} points, {item.readout}"
     after = "polish" if item.readout == "regression" else "head refit"
-    what += f", {after} {polish / 60:.0f} min on the host" if polish else ""
+    what += f", {after} {host / 60:.0f} min on the host" if host else ""
     memory = (
         dtype_bytes(item.dtype) * (largest + free if joined else max(largest, free)) * per_run_step
     )
-    return Work(TRAIN_FACTOR * per_run_step * run_steps, sequential, what, memory, polish)
+    return Work(TRAIN_FACTOR * per_run_step * run_steps, sequential, what, memory, host)

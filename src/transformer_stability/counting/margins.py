@@ -97,8 +97,9 @@ def separating_head(
     (where a count's rival lies on a representation ordered by count), then every (point, rival)
     whose margin falls below the LP's delta joins it, until none does; the last LP's head is
     then optimal for all of them. A bounded number of rounds (each adds the worst ADDED pairs)."""
-    frame = AffineFrame.of(np.asarray(features, float))
-    x = frame.coordinates(np.asarray(features, float))
+    features = np.asarray(features, float)
+    frame = AffineFrame.of(features)
+    x = frame.coordinates(features)
     counts = np.asarray(counts)
     points = np.arange(len(x))
     rivals = np.r_[counts - 1, counts + 1]
