@@ -68,8 +68,9 @@ FIGURE = FigureSpec(
     caption="""\
 C3. Unconstrained full-batch training (Adam, cosine decay, count-balanced weights, a step
 size that does not depend on L; regression minimises an annealed p-mean of \\|y - c\\|,
-classification a cross-entropy; {{ config["counting"]["training"]["regression"]["steps"] }}
-steps for regression, {{ config["counting"]["training"]["classification"]["steps"] }} for
+classification a cross-entropy;
+{{ config["counting"]["training"]["regression"]["unconstrained_steps"] }} steps for regression,
+{{ config["counting"]["training"]["classification"]["steps"] }} for
 classification, {{ config["counting"]["training"]["dtype"] }}) of the
 learned-post-norm model on the whole (c, m) grid, regression vs classification read-out:
 exact-count accuracy on the grid, its count-balanced version, and the largest trainable-vector
