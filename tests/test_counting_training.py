@@ -11,7 +11,8 @@ import torch
 from transformer_stability.counting import training
 from transformer_stability.counting.constructions import construct
 from transformer_stability.counting.grid import grid_points
-from transformer_stability.counting.model import ModelSpec, grid_forward
+from transformer_stability.counting.margins import best_head_margin
+from transformer_stability.counting.model import ModelSpec, grid_forward, grid_representation
 from transformer_stability.counting.precision import grid_margins
 from transformer_stability.counting.theory import lower_bound
 from transformer_stability.counting.training import (
@@ -129,6 +130,17 @@ def test_edge_training_is_judged_on_the_whole_grid_and_gets_a_best_head():
     exact = metrics["accuracy"] >= 1.0
     assert exact.any()
     assert (np.array(best)[exact] >= metrics["relative_margin"][exact] * (1 - 1e-6)).all()
+
+
+def test_the_line_head_margin_is_the_lp_on_every_count_of_the_line():
+    """line_head_margin solves the best-head LP on the representations of c = 0 .. L at m = 0."""
+    found = construct(ModelSpec("post_learned", "classification", 8, 6))
+    spec, c = found.spec, torch.arange(7)
+    exact = found.params.map(lambda t: t.double())
+    with torch.no_grad():
+        rep = grid_representation(spec, exact, c, torch.zeros_like(c))[0].numpy()
+    expected = best_head_margin(rep, c.numpy(), spec.n_classes)
+    assert line_head_margin(spec, found.params) == [expected]
 
 
 def test_float32_accuracy_rounds_the_parameters():
@@ -267,6 +279,95 @@ def test_a_training_steps_its_schedules_from_the_first_step_to_the_last(monkeypa
         train_runs(spec, [2.0], [0], TrainConfig(steps=7))
         assert calls[schedule] == list(range(7)), readout
         assert calls["lr"] == list(range(7)), readout
+
+
+def test_each_run_steps_at_its_bounds_rate_and_ends_its_logit_ramp_at_its_bounds_scale(
+    monkeypatch,
+):
+    """Per run: the rate is cfg.lr x the cosine factor x B (x 1 unbounded), and the logit ramp
+    ends at final_logit_scale / B^2 (margins of a product of two B-vectors scale as B^2)."""
+    ends, rates = [], []
+
+    def scale_at(step, total, start, end):
+        ends.append(end.clone())
+        return torch.full_like(end, start)
+
+    def adam_step(self, tensors, lr, t):
+        rates.append((t, lr.clone()))
+        for p in tensors.values():
+            p.grad = None
+
+    monkeypatch.setattr(training, "logit_scale_at", scale_at)
+    monkeypatch.setattr(training._Adam, "step", adam_step)
+    bounds = [0.5, 2.0, math.inf]
+    cfg = TrainConfig(steps=3, lr=0.01, final_logit_scale=3000.0, dtype=torch.float64)
+    train_runs(ModelSpec("post_learned", "classification", 4, 4), bounds, [0, 1, 2], cfg)
+    expected_end = torch.tensor([3000.0 / 0.25, 3000.0 / 4.0, 3000.0], dtype=torch.float64)
+    assert len(ends) == 3 and all(torch.equal(end, expected_end) for end in ends)
+    assert [t for t, _ in rates] == [1, 2, 3]
+    for t, lr in rates:
+        factor = 0.01 * cosine_lr(t - 1, 3, cfg.final_lr_fraction)
+        expected = torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64) * factor
+        torch.testing.assert_close(lr, expected, rtol=1e-15, atol=0.0)
+
+
+@pytest.mark.parametrize("edges_only", [True, False])
+def test_a_training_on_the_edges_trains_on_the_extreme_points_only(monkeypatch, edges_only):
+    """edges_only trains on extreme_points (then judges on the whole grid); otherwise the whole
+    grid is the training set."""
+    drawn, original = [], training.extreme_points
+
+    def extreme(length):
+        drawn.append(length)
+        return original(length)
+
+    monkeypatch.setattr(training, "extreme_points", extreme)
+    cfg = TrainConfig(steps=2, edges_only=edges_only)
+    train_runs(ModelSpec("post_learned", "regression", 4, 6), [2.0], [0], cfg)
+    assert drawn == ([6] if edges_only else [])
+
+
+@pytest.mark.parametrize("readout", ["regression", "classification"])
+def test_packing_the_parameters_gives_them_back_unchanged(readout):
+    """The packed buffer's views are the parameters that went in, every tensor bit for bit."""
+    params = init_params(ModelSpec("post_learned", readout, 8, 6), [0, 1], torch.float64, "cpu")
+    back = training.PackedParams.pack(params).params()
+    assert back.tensors().keys() == params.tensors().keys()
+    for name, value in params.tensors().items():
+        assert torch.equal(getattr(back, name), value), name
+
+
+def test_a_float32_training_weighs_and_keeps_its_runs_in_float32(monkeypatch):
+    """cfg.dtype reaches the count-balanced weights and the parameters, not only the grid."""
+    seen = []
+
+    def loss(spec, out, c, w, scale, p):
+        seen.append((out.dtype, w.dtype))
+        return original(spec, out, c, w, scale, p)
+
+    original = training._loss
+    monkeypatch.setattr(training, "_loss", loss)
+    spec = ModelSpec("post_learned", "regression", 4, 4)
+    _, params = train_runs(spec, [2.0], [0], TrainConfig(steps=2, dtype=torch.float32))
+    assert seen == [(torch.float32, torch.float32)] * 2
+    assert all(t.dtype == torch.float32 for t in params.tensors().values())
+
+
+def test_an_error_of_exactly_one_half_is_not_exact(monkeypatch):
+    """|y - c| = 1/2 rounds either way: the point is wrong and the run has no margin."""
+    spec = ModelSpec("post_learned", "regression", 4, 4)
+    params = init_params(spec, [0], torch.float64, "cpu")
+    c, m = (torch.from_numpy(v) for v in grid_points(spec.length))
+
+    def forward(spec, params, c, m):
+        out = c.to(torch.float64)[None].clone()
+        out[0, -1] += 0.5
+        return out
+
+    monkeypatch.setattr(training, "grid_forward", forward)
+    metrics = evaluate(spec, params, c, m)
+    assert metrics["accuracy"][0] == 1 - 1 / len(c)
+    assert metrics["max_error"][0] == 0.5 and np.isnan(metrics["relative_margin"][0])
 
 
 def test_a_training_with_a_progress_bar_trains_the_same():
