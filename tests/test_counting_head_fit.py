@@ -258,13 +258,11 @@ def test_a_failed_lp_is_an_error(monkeypatch):
 @pytest.mark.parametrize("refit", [True, False])
 def test_figure_c6_says_whether_the_heads_were_refitted(refit):
     from conftest import ROOT, load_yaml
-    from jinja2 import StrictUndefined, Template
 
     from transformer_stability.registry import FIGURES
 
     config = load_yaml(ROOT / "config.yaml")
     config["counting"]["training"]["classification"]["head_fit"] = refit
-    template = Template(FIGURES["counting_precision"].template, undefined=StrictUndefined)
-    caption = " ".join(template.render(config=config).split())
+    caption = " ".join(FIGURES["counting_precision"].render_caption(config).split())
     assert ("refitted by LP" in caption) is refit
     assert ("Adam's, not refitted" in caption) is not refit
